@@ -1,0 +1,52 @@
+# Toolshed build. Everything needs only the standard Go toolchain.
+GO        ?= go
+BIN       ?= bin/toolshed
+PLUGINS   := $(wildcard plugins/*/main.go)
+WASM      := $(patsubst plugins/%/main.go,plugin-manifests/%.wasm,$(PLUGINS))
+EVAL      ?= ../shared/eval
+# Packages with concurrent code run under the race detector.
+RACE_PKGS := ./search/... ./host/...
+
+.PHONY: all build plugins test vet race bench eval fuzz clean run
+
+all: build plugins
+
+build:
+	$(GO) build -trimpath -o $(BIN) ./cmd/toolshed
+
+# Each plugins/NAME/main.go is compiled to plugin-manifests/NAME.wasm.
+plugins: $(WASM)
+
+plugin-manifests/%.wasm: plugins/%/main.go $(wildcard plugins/%/*.go) $(wildcard sdk/*.go)
+	GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildmode=c-shared -o $@ ./plugins/$*
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
+
+race:
+	$(GO) test -race -count=1 $(RACE_PKGS)
+
+test: build plugins vet
+	$(GO) test -count=1 ./...
+	$(MAKE) race
+
+# Benchmarks, then the comparison tables of the evaluation sets.
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem ./search/... ./host/...
+	$(MAKE) eval
+
+eval: build
+	@for set in seal-tools metatool; do \
+	  if [ -f $(EVAL)/$$set/tools.jsonl ]; then \
+	    echo "== $$set"; $(BIN) eval --baseline --tools $(EVAL)/$$set/tools.jsonl --queries $(EVAL)/$$set/queries.jsonl; echo; \
+	  else echo "== $$set: $(EVAL)/$$set not found (set EVAL=DIR)"; fi; \
+	done
+	@echo "== zh-eval (Chinese)"; $(BIN) eval --baseline --tools search/testdata/zh-eval/tools.jsonl --queries search/testdata/zh-eval/queries.jsonl
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./host/manifest
+	$(GO) test -run '^$$' -fuzz FuzzAnalyzer -fuzztime 30s ./search/internal/text
+
+clean:
+	rm -rf bin plugin-manifests/*.wasm

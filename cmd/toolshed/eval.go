@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"text/tabwriter"
+
+	"github.com/toolshed/toolshed/internal/evalrun"
+	"github.com/toolshed/toolshed/search"
+)
+
+func cmdEval(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("eval", stderr)
+	toolsPath := fs.String("tools", "", "catalog in JSON Lines (name, description, parameters)")
+	queriesPath := fs.String("queries", "", "queries in JSON Lines (query, tools)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	baseline := fs.Bool("baseline", false, "also run the naive BM25 baseline in the same process")
+	zhDict := fs.String("zh-dict", "", "Chinese dictionary file (gse format) instead of the embedded compact one")
+	noLexicon := fs.Bool("no-lexicon", false, "turn off Chinese-English query expansion (for measurements)")
+	noBigrams := fs.Bool("no-bigrams", false, "turn off Chinese character bigrams (for measurements)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if *toolsPath == "" || *queriesPath == "" || len(pos) > 0 {
+		fmt.Fprintln(stderr, "usage: toolshed eval --tools TOOLS.jsonl --queries QUERIES.jsonl [--json] [--baseline]")
+		return errUsage
+	}
+	tools, err := evalrun.ReadTools(*toolsPath)
+	if err != nil {
+		return err
+	}
+	queries, err := evalrun.ReadQueries(*queriesPath)
+	if err != nil {
+		return err
+	}
+	cfg := &search.Config{NoLexicon: *noLexicon, NoBigrams: *noBigrams}
+	if *zhDict != "" {
+		cfg.Chinese = search.NewSegmenter(*zhDict)
+	}
+	ts, dur, heap, err := evalrun.Build(func() (evalrun.Searcher, error) { return evalrun.BuildToolshed(tools, cfg) })
+	if err != nil {
+		return err
+	}
+	rep := evalrun.Run(ts, queries)
+	rep.Engine, rep.Tools = "toolshed", len(tools)
+	rep.IndexMS, rep.HeapMB = ms(dur), round2(heap)
+	reports := []evalrun.Report{rep}
+	if *baseline {
+		bs, bdur, bheap, err := evalrun.Build(func() (evalrun.Searcher, error) { return evalrun.BuildBaseline(tools) })
+		if err != nil {
+			return err
+		}
+		b := evalrun.Run(bs, queries)
+		b.Engine, b.Tools = "baseline-bm25", len(tools)
+		b.IndexMS, b.HeapMB = ms(bdur), round2(bheap)
+		reports = append(reports, b)
+		runtime.KeepAlive(bs)
+	}
+	// Alive until here, so each heap figure is its own engine's.
+	runtime.KeepAlive(ts)
+	runtime.KeepAlive(tools)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		if len(reports) == 1 {
+			return enc.Encode(rep)
+		}
+		reports[1].PerQuery = nil
+		v := struct {
+			evalrun.Report
+			Baseline evalrun.Report `json:"baseline"`
+		}{reports[0], reports[1]}
+		return enc.Encode(v)
+	}
+	fmt.Fprintf(stdout, "%d tools, %d queries\n\n", len(tools), len(queries))
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "engine\trecall@1\trecall@5\trecall@10\thit@1\thit@5\tall@10\tMRR\tindex ms\theap MiB\tp50 µs\tp99 µs\t\n")
+	for _, r := range reports {
+		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", r.Engine,
+			r.Recall["1"], r.Recall["5"], r.Recall["10"], r.Hit["1"], r.Hit["5"], r.AllFound, r.MRR,
+			r.IndexMS, r.HeapMB, r.QueryUSP50, r.QueryUSP99)
+	}
+	return tw.Flush()
+}
+
+func ms(d interface{ Microseconds() int64 }) float64 { return round2(float64(d.Microseconds()) / 1e3) }
+
+func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }

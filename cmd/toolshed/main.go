@@ -1,0 +1,123 @@
+// Command toolshed is the Toolshed host: it searches and lists the plugin
+// catalog, validates plugin manifests and measures tool search.
+//
+//	toolshed search [--plugins DIR] [--limit N] [--json] [--stats] QUERY
+//	toolshed plugins list [--plugins DIR] [--json]
+//	toolshed plugins validate DIR
+//	toolshed eval --tools TOOLS.jsonl --queries QUERIES.jsonl [--json] [--baseline]
+//	toolshed version
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// version is set at build time (-ldflags "-X main.version=...").
+var version = "dev"
+
+// exitError carries an exit code up to main without printing twice.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// errUsage marks a command-line mistake (exit code 2).
+var errUsage = errors.New("usage")
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `Toolshed: a host for LLM-agent tools with tool search.
+
+Usage:
+  toolshed search [--plugins DIR] [--limit N] [--json] [--stats] QUERY
+  toolshed plugins list [--plugins DIR] [--json]
+  toolshed plugins validate DIR
+  toolshed eval --tools TOOLS.jsonl --queries QUERIES.jsonl [--json] [--baseline]
+  toolshed version
+
+The plugin directory defaults to $TOOLSHED_PLUGINS, else ./plugin-manifests.
+Run "toolshed COMMAND -h" for a command's flags.
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "search":
+		err = cmdSearch(args[1:], stdout, stderr)
+	case "plugins":
+		err = cmdPlugins(args[1:], stdout, stderr)
+	case "eval":
+		err = cmdEval(args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "toolshed", version)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "toolshed: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, "toolshed:", ee.msg)
+		}
+		return ee.code
+	default:
+		fmt.Fprintln(stderr, "toolshed:", err)
+		return 1
+	}
+}
+
+// newFlags returns a flag set that reports errors to stderr and does not exit.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("toolshed "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parse parses flags, allowing flags after positional arguments
+// ("toolshed search 查天气 --json").
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, errUsage
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func defaultPluginDir() string {
+	if d := os.Getenv("TOOLSHED_PLUGINS"); d != "" {
+		return d
+	}
+	return "plugin-manifests"
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/toolshed/toolshed/host/catalog"
+)
+
+func cmdPlugins(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: toolshed plugins list [--plugins DIR] [--json]\n       toolshed plugins validate DIR")
+		return errUsage
+	}
+	switch args[0] {
+	case "list":
+		return pluginsList(args[1:], stdout, stderr)
+	case "validate":
+		return pluginsValidate(args[1:], stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "toolshed plugins: unknown command %q (want list or validate)\n", args[0])
+		return errUsage
+	}
+}
+
+type pluginJSON struct {
+	Name     string     `json:"name"`
+	Version  string     `json:"version"`
+	Manifest string     `json:"manifest"`
+	Module   string     `json:"module"`
+	Tools    []toolJSON `json:"tools"`
+}
+
+type toolJSON struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+type errorJSON struct {
+	File  string `json:"file"`
+	Error string `json:"error"`
+}
+
+func pluginsList(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("plugins list", stderr)
+	dir := fs.String("plugins", defaultPluginDir(), "plugin directory")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		fmt.Fprintln(stderr, "usage: toolshed plugins list [--plugins DIR] [--json]")
+		return errUsage
+	}
+	snap, err := catalog.Load(*dir, nil)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		v := struct {
+			Generation uint64       `json:"generation"`
+			Dir        string       `json:"dir"`
+			Plugins    []pluginJSON `json:"plugins"`
+			Errors     []errorJSON  `json:"errors"`
+		}{snap.Generation, snap.Dir, []pluginJSON{}, []errorJSON{}}
+		for _, p := range snap.Plugins {
+			pj := pluginJSON{Name: p.Name(), Version: p.Manifest.Version, Manifest: p.ManifestPath, Module: p.ModulePath}
+			for _, t := range p.Tools {
+				pj.Tools = append(pj.Tools, toolJSON{t.Name(), t.Spec.Description})
+			}
+			v.Plugins = append(v.Plugins, pj)
+		}
+		for _, e := range snap.Errors {
+			v.Errors = append(v.Errors, errorJSON{e.File, e.Error()})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLUGIN\tVERSION\tTOOLS")
+	for _, p := range snap.Plugins {
+		var names []string
+		for _, t := range p.Tools {
+			names = append(names, t.Name())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name(), p.Manifest.Version, strings.Join(names, ", "))
+	}
+	tw.Flush()
+	fmt.Fprintf(stdout, "%d plugins, %d tools in %s\n", len(snap.Plugins), len(snap.Tools), snap.Dir)
+	for _, e := range snap.Errors {
+		fmt.Fprintf(stdout, "failed: %s\n", indent(e.Error()))
+	}
+	return nil
+}
+
+func pluginsValidate(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("plugins validate", stderr)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "usage: toolshed plugins validate DIR")
+		return errUsage
+	}
+	snap, err := catalog.Load(pos[0], nil)
+	if err != nil {
+		return err
+	}
+	for _, p := range snap.Plugins {
+		fmt.Fprintf(stdout, "ok      %s (%s %s, %d tools)\n", p.ManifestPath, p.Name(), p.Manifest.Version, len(p.Tools))
+	}
+	for _, e := range snap.Errors {
+		fmt.Fprintf(stdout, "FAILED  %s\n", indent(e.Error()))
+	}
+	if len(snap.Errors) > 0 {
+		return &exitError{code: 1, msg: fmt.Sprintf("%d of %d manifests failed", len(snap.Errors), len(snap.Errors)+len(snap.Plugins))}
+	}
+	if len(snap.Plugins) == 0 {
+		return &exitError{code: 1, msg: "no manifest (*.json) in " + pos[0]}
+	}
+	fmt.Fprintf(stdout, "%d manifests, %d tools: all valid\n", len(snap.Plugins), len(snap.Tools))
+	return nil
+}

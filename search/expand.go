@@ -1,0 +1,204 @@
+package search
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/toolshed/toolshed/search/internal/lexicon"
+	"github.com/toolshed/toolshed/search/internal/text"
+)
+
+// Segmenter cuts Chinese text into words (gse). Its dictionary loads once,
+// lazily or in the background; a process that never meets Chinese never
+// loads it. A Segmenter is safe for concurrent use; share one.
+type Segmenter struct {
+	s *text.Segmenter
+}
+
+// NewSegmenter returns a segmenter using the dictionary file at path (gse's
+// format, "word frequency [pos]" a line), or the embedded compact dictionary
+// when path is empty.
+func NewSegmenter(path string) *Segmenter {
+	return &Segmenter{s: text.NewSegmenter(path, lexiconWords())}
+}
+
+// Preload starts loading the dictionary in the background.
+func (s *Segmenter) Preload() { s.s.Preload() }
+
+// Wait waits for the dictionary and returns its load error.
+func (s *Segmenter) Wait() error { return s.s.Wait() }
+
+var (
+	defaultSegOnce sync.Once
+	defaultSeg     *Segmenter
+)
+
+// DefaultSegmenter returns the process-wide segmenter with the embedded
+// compact dictionary.
+func DefaultSegmenter() *Segmenter {
+	defaultSegOnce.Do(func() { defaultSeg = NewSegmenter("") })
+	return defaultSeg
+}
+
+var (
+	builtinOnce sync.Once
+	builtinLex  []lexicon.Concept
+)
+
+func builtinLexicon() []lexicon.Concept {
+	builtinOnce.Do(func() { builtinLex = lexicon.Builtin() })
+	return builtinLex
+}
+
+// lexiconWords are the Chinese terms of the built-in lexicon, added to the
+// segmenter's dictionary so a query cuts them as words.
+func lexiconWords() []string {
+	var out []string
+	for _, c := range builtinLexicon() {
+		out = append(out, c.Zh...)
+	}
+	return out
+}
+
+// expander maps query words to lexicon concepts and concepts to index terms.
+type expander struct {
+	zh         map[string][]int32 // folded Chinese term → concepts
+	zhMaxRunes int
+	en         map[string][]int32 // analysed English phrase ("exchange rate") → concepts
+	enLongest  map[string]int     // first word → words in the longest phrase it starts
+	zhTargets  [][]string         // concept → its Chinese terms as index terms
+	enTargets  [][]string         // concept → its English terms as index terms
+	cross      float32            // weight of a term in the other language
+	same       float32            // weight of a synonym in the query's language
+}
+
+func newExpander(ix *Index, files []string, cross, same float64) (*expander, error) {
+	concepts := append([]lexicon.Concept(nil), builtinLexicon()...)
+	for _, f := range files {
+		c, err := lexicon.ParseFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("search: lexicon: %w", err)
+		}
+		concepts = append(concepts, c...)
+	}
+	e := &expander{zh: map[string][]int32{}, en: map[string][]int32{}, enLongest: map[string]int{}, cross: float32(cross), same: float32(same)}
+	e.zhTargets = make([][]string, len(concepts))
+	e.enTargets = make([][]string, len(concepts))
+	for ci, c := range concepts {
+		id := int32(ci)
+		seen := map[string]bool{}
+		target := func(list *[]string) func(string) {
+			return func(t string) {
+				if _, ok := ix.terms[t]; ok && !seen[t] {
+					seen[t] = true
+					*list = append(*list, t)
+				}
+			}
+		}
+		for _, z := range c.Zh {
+			z = text.Fold(z)
+			e.zh[z] = append(e.zh[z], id)
+			if n := len([]rune(z)); n > e.zhMaxRunes {
+				e.zhMaxRunes = n
+			}
+			if ix.hasHan {
+				ix.an.Each(z, target(&e.zhTargets[ci]))
+			}
+		}
+		for _, en := range c.En {
+			words := englishWords(ix.an, en)
+			if len(words) == 0 {
+				continue
+			}
+			key := strings.Join(words, " ")
+			e.en[key] = append(e.en[key], id)
+			e.enLongest[words[0]] = max(e.enLongest[words[0]], len(words))
+			ix.an.Each(en, target(&e.enTargets[ci]))
+		}
+		// Deterministic order of expansion terms.
+		sort.Strings(e.zhTargets[ci])
+		sort.Strings(e.enTargets[ci])
+	}
+	return e, nil
+}
+
+// englishWords returns the analysed single words of an English phrase,
+// without the joined forms the analyzer adds for identifiers.
+func englishWords(an *text.Analyzer, phrase string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(strings.ToLower(phrase), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	}) {
+		out = append(out, an.Terms(f)...)
+	}
+	return out
+}
+
+// expand finds the lexicon concepts in a query and adds their terms.
+// own are the query's own analysed terms, in order.
+func (e *expander) expand(q string, own []string, add func(term string, w float32, source string)) {
+	type hit struct {
+		concept int32
+		source  string
+		zh      bool // found through a Chinese term
+	}
+	var hits []hit
+	note := func(cs []int32, src string, zh bool) {
+	next:
+		for _, c := range cs {
+			for _, h := range hits {
+				if h.concept == c {
+					continue next
+				}
+			}
+			hits = append(hits, hit{c, src, zh})
+		}
+	}
+	// Chinese: every lexicon term that occurs in a run of Chinese characters.
+	if text.HasHan(q) {
+		runes := []rune(text.Fold(q))
+		for i := range runes {
+			if !text.IsHan(runes[i]) {
+				continue
+			}
+			for n := 1; n <= e.zhMaxRunes && i+n <= len(runes); n++ {
+				if !text.IsHan(runes[i+n-1]) {
+					break
+				}
+				if cs, ok := e.zh[string(runes[i:i+n])]; ok {
+					note(cs, string(runes[i:i+n]), true)
+				}
+			}
+		}
+	}
+	// English: the phrases that start at each query word.
+	var key []byte
+	for i, w := range own {
+		longest := e.enLongest[w]
+		key = append(key[:0], w...)
+		for n := 1; n <= longest && i+n <= len(own); n++ {
+			if n > 1 {
+				key = append(append(key, ' '), own[i+n-1]...)
+			}
+			if cs, ok := e.en[string(key)]; ok {
+				note(cs, string(key), false)
+			}
+		}
+	}
+	for _, h := range hits {
+		other, same := e.enTargets[h.concept], e.zhTargets[h.concept]
+		if !h.zh {
+			other, same = same, other
+		}
+		for _, t := range other {
+			add(t, e.cross, h.source)
+		}
+		if e.same > 0 {
+			for _, t := range same {
+				add(t, e.same, h.source)
+			}
+		}
+	}
+}

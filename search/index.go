@@ -1,0 +1,491 @@
+// Package search finds tools by keyword: a BM25F index over tool names,
+// keywords, example queries, descriptions and parameters, with Chinese
+// segmentation and Chinese↔English query expansion.
+//
+// Build an Index once from a catalog's documents; it is immutable and safe
+// for concurrent use by any number of goroutines. Rankings are deterministic:
+// equal scores are ordered by tool name.
+package search
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolshed/toolshed/internal/names"
+	"github.com/toolshed/toolshed/search/internal/text"
+)
+
+// Document is one tool as the index sees it.
+type Document struct {
+	Name        string
+	Plugin      string
+	Description string
+	Keywords    []string // aliases and keywords, any language
+	Examples    []string // example requests the tool serves
+	Params      []Param
+}
+
+// Param is one parameter of a tool: its name and description.
+type Param struct {
+	Name        string
+	Description string
+}
+
+// Hit is one result.
+type Hit struct {
+	Name    string
+	Plugin  string
+	Score   float64
+	Matched []string // index terms that matched, in query order; expansions as "term←source"
+}
+
+// Result is the answer to a query.
+type Result struct {
+	Hits []Hit
+	// Unknown lists names of a "select:" query that no tool has.
+	Unknown []string
+}
+
+// ErrQueryTooLong is returned for a query over MaxQueryBytes.
+var ErrQueryTooLong = fmt.Errorf("search: query longer than %d bytes", MaxQueryBytes)
+
+const (
+	// MaxQueryBytes bounds a query.
+	MaxQueryBytes = 4096
+	// DefaultLimit is the number of hits returned when limit is zero or less.
+	DefaultLimit = 5
+	// maxQueryTerms bounds how many distinct terms of a query are scored.
+	maxQueryTerms = 64
+	// maskTerms is how many query terms Hit.Matched can report (the
+	// query's own terms come first).
+	maskTerms = 32
+	// maxNameQuery bounds the queries tried as an exact tool name.
+	maxNameQuery = 128
+)
+
+// field indexes.
+const (
+	fName = iota
+	fKeywords
+	fExamples
+	fDescription
+	fParamName
+	fParamDesc
+	numFields
+)
+
+var fieldNames = [numFields]string{"name", "keywords", "examples", "description", "param_names", "param_descriptions"}
+
+// Weights are BM25F's per-field weights and length normalisation, and the
+// weights of expanded query terms.
+type Weights struct {
+	Field [numFields]float64
+	B     [numFields]float64
+	K1    float64
+	// Expansion weighs a lexicon term in the other language (天气 → weather).
+	Expansion float64
+	// Synonym weighs a lexicon synonym in the query's own language
+	// (气象 → 天气, fetch → retrieve); 0 turns it off.
+	Synonym float64
+}
+
+// DefaultWeights are the weights tuned on the evaluation sets (docs/SEARCH.md).
+var DefaultWeights = Weights{
+	//        name keywords examples desc pname pdesc
+	Field:     [numFields]float64{3.0, 2.5, 1.5, 1.0, 0.6, 0.4},
+	B:         [numFields]float64{0.3, 0.5, 0.6, 0.75, 0.5, 0.75},
+	K1:        1.2,
+	Expansion: 0.4,
+	Synonym:   0.2,
+}
+
+// Index is an immutable search index. It is safe for concurrent use.
+type Index struct {
+	docs    []docInfo
+	exact   map[string]int32 // folded tool name → doc
+	terms   map[string]int32
+	start   []int32 // postings of term t: [start[t], start[t+1])
+	pDoc    []int32
+	pW      []float32
+	exp     *expander
+	an      *text.Analyzer
+	hasHan  bool
+	build   time.Duration
+	scratch sync.Pool
+}
+
+type docInfo struct {
+	name, plugin string
+}
+
+// Config adjusts how an index is built. The zero value is the default.
+type Config struct {
+	// Weights overrides DefaultWeights when not nil.
+	Weights *Weights
+	// Chinese is the segmenter for Chinese text; nil uses the shared one
+	// with the embedded compact dictionary.
+	Chinese *Segmenter
+	// Lexicons are extra Chinese↔English lexicon files, added to the
+	// built-in one.
+	Lexicons []string
+	// NoLexicon turns off cross-language expansion (for measurements).
+	NoLexicon bool
+	// NoBigrams turns off Chinese character bigrams (for measurements).
+	NoBigrams bool
+}
+
+// Build indexes docs. Tool names must be unique and non-empty.
+func Build(docs []Document, cfg *Config) (*Index, error) {
+	start := time.Now()
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	w := DefaultWeights
+	if cfg.Weights != nil {
+		w = *cfg.Weights
+	}
+	seg := cfg.Chinese
+	if seg == nil {
+		seg = DefaultSegmenter()
+	}
+	ix := &Index{
+		docs:  make([]docInfo, len(docs)),
+		exact: make(map[string]int32, len(docs)),
+		terms: map[string]int32{},
+		an:    &text.Analyzer{Chinese: seg.s, NoBigrams: cfg.NoBigrams},
+	}
+	for _, d := range docs {
+		if text.HasHan(d.Name + d.Description + strings.Join(d.Keywords, "") + strings.Join(d.Examples, "")) {
+			ix.hasHan = true
+			break
+		}
+	}
+	if ix.hasHan {
+		seg.s.Preload()
+	}
+
+	type tfEntry struct {
+		term int32
+		tf   [numFields]float32
+	}
+	perDoc := make([][]tfEntry, len(docs))
+	var fieldLen [numFields][]float32
+	for f := range fieldLen {
+		fieldLen[f] = make([]float32, len(docs))
+	}
+	var termDocs []int32 // document frequency by term
+	for i, d := range docs {
+		if d.Name == "" {
+			return nil, errors.New("search: document with an empty name")
+		}
+		key := foldName(d.Name)
+		if _, dup := ix.exact[key]; dup {
+			return nil, fmt.Errorf("search: duplicate tool name %q", d.Name)
+		}
+		ix.exact[key] = int32(i)
+		ix.docs[i] = docInfo{name: d.Name, plugin: d.Plugin}
+		local := map[int32]int{}
+		add := func(f int, s string) {
+			ix.an.Each(s, func(t string) {
+				id, ok := ix.terms[t]
+				if !ok {
+					id = int32(len(ix.terms))
+					ix.terms[t] = id
+					termDocs = append(termDocs, 0)
+				}
+				k, ok := local[id]
+				if !ok {
+					k = len(perDoc[i])
+					local[id] = k
+					perDoc[i] = append(perDoc[i], tfEntry{term: id})
+					termDocs[id]++
+				}
+				perDoc[i][k].tf[f]++
+				fieldLen[f][i]++
+			})
+		}
+		add(fName, d.Name)
+		for _, k := range d.Keywords {
+			add(fKeywords, k)
+		}
+		for _, e := range d.Examples {
+			add(fExamples, e)
+		}
+		add(fDescription, d.Description)
+		for _, p := range d.Params {
+			add(fParamName, p.Name)
+			add(fParamDesc, p.Description)
+		}
+	}
+	var avg [numFields]float64
+	for f := range avg {
+		var sum float64
+		for _, l := range fieldLen[f] {
+			sum += float64(l)
+		}
+		if len(docs) > 0 {
+			avg[f] = sum / float64(len(docs))
+		}
+		if avg[f] == 0 {
+			avg[f] = 1
+		}
+	}
+	// Postings, grouped by term, documents ascending within a term.
+	n := float64(len(docs))
+	ix.start = make([]int32, len(ix.terms)+1)
+	for _, entries := range perDoc {
+		for _, e := range entries {
+			ix.start[e.term+1]++
+		}
+	}
+	for t := 1; t < len(ix.start); t++ {
+		ix.start[t] += ix.start[t-1]
+	}
+	total := ix.start[len(ix.start)-1]
+	ix.pDoc = make([]int32, total)
+	ix.pW = make([]float32, total)
+	fill := append([]int32(nil), ix.start[:len(ix.start)-1]...)
+	for i, entries := range perDoc {
+		for _, e := range entries {
+			var tf float64
+			for f := 0; f < numFields; f++ {
+				if e.tf[f] == 0 {
+					continue
+				}
+				norm := 1 - w.B[f] + w.B[f]*float64(fieldLen[f][i])/avg[f]
+				tf += w.Field[f] * float64(e.tf[f]) / norm
+			}
+			df := float64(termDocs[e.term])
+			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+			k := fill[e.term]
+			fill[e.term]++
+			ix.pDoc[k] = int32(i)
+			ix.pW[k] = float32(idf * tf / (w.K1 + tf))
+		}
+	}
+	if !cfg.NoLexicon {
+		exp, err := newExpander(ix, cfg.Lexicons, w.Expansion, w.Synonym)
+		if err != nil {
+			return nil, err
+		}
+		ix.exp = exp
+	}
+	ix.scratch.New = func() any {
+		return &scratch{score: make([]float32, len(ix.docs)), mask: make([]uint32, len(ix.docs))}
+	}
+	ix.build = time.Since(start)
+	return ix, nil
+}
+
+// Len reports the number of indexed tools.
+func (ix *Index) Len() int { return len(ix.docs) }
+
+// Terms reports the number of distinct terms in the index.
+func (ix *Index) Terms() int { return len(ix.terms) }
+
+// BuildTime reports how long Build took.
+func (ix *Index) BuildTime() time.Duration { return ix.build }
+
+// foldName is the key for exact-name matches.
+func foldName(s string) string { return names.Fold(s) }
+
+// scratch is one query's accumulators, pooled: a running score per
+// document, and which of the first maskTerms query terms it matched.
+// Scores stay a dense float32 array so the top-k scan reads little memory.
+type scratch struct {
+	score []float32
+	mask  []uint32
+}
+
+type queryTerm struct {
+	id     int32
+	weight float32
+	term   string
+	source string // the query word an expansion came from; "" for the query's own terms
+}
+
+func (t queryTerm) label() string {
+	if t.source == "" {
+		return t.term
+	}
+	return t.term + "←" + t.source
+}
+
+// Search runs a query and returns at most limit hits (DefaultLimit when
+// limit <= 0), best first.
+//
+// A query of the form "select:name1,name2" returns exactly those tools, in
+// that order. A query equal to a tool's name (ignoring case and _ - .
+// separators) puts that tool first.
+func (ix *Index) Search(query string, limit int) (Result, error) {
+	if len(query) > MaxQueryBytes {
+		return Result{}, ErrQueryTooLong
+	}
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	q := strings.TrimSpace(query)
+	if rest, ok := cutPrefixFold(q, "select:"); ok {
+		return ix.selectNames(rest), nil
+	}
+
+	qs := ix.queryTerms(q)
+	sc := ix.scratch.Get().(*scratch)
+	defer ix.scratch.Put(sc)
+	// Accumulate: a branch-free loop over each term's postings. The mask
+	// records which query terms a document matched (Hit.Matched).
+	score, mask := sc.score, sc.mask
+	for qi, t := range qs {
+		w, bit := t.weight, uint32(1)<<uint(qi&31)
+		if qi >= maskTerms {
+			bit = 0
+		}
+		docs, ws := ix.pDoc[ix.start[t.id]:ix.start[t.id+1]], ix.pW[ix.start[t.id]:ix.start[t.id+1]]
+		for j, d := range docs {
+			score[d] += w * ws[j]
+			mask[d] |= bit
+		}
+	}
+	var exact int32
+	hasExact := false
+	if len(q) <= maxNameQuery {
+		exact, hasExact = ix.exact[foldName(q)]
+	}
+	top := ix.topK(score, limit, exact, hasExact)
+	hits := make([]Hit, len(top))
+	for i, d := range top {
+		h := Hit{Name: ix.docs[d].name, Plugin: ix.docs[d].plugin, Score: round4(float64(score[d]))}
+		if hasExact && d == exact {
+			h.Matched = append(h.Matched, "name:"+ix.docs[d].name)
+		}
+		for qi, t := range qs {
+			if qi < maskTerms && mask[d]&(1<<uint(qi)) != 0 {
+				h.Matched = append(h.Matched, t.label())
+			}
+		}
+		hits[i] = h
+	}
+	clear(score)
+	clear(mask)
+	return Result{Hits: hits}, nil
+}
+
+func round4(f float64) float64 { return math.Round(f*1e4) / 1e4 }
+
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+		return s[len(prefix):], true
+	}
+	return s, false
+}
+
+func (ix *Index) selectNames(list string) Result {
+	var r Result
+	seen := map[int32]bool{}
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		d, ok := ix.exact[foldName(name)]
+		if !ok {
+			r.Unknown = append(r.Unknown, name)
+			continue
+		}
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		r.Hits = append(r.Hits, Hit{Name: ix.docs[d].name, Plugin: ix.docs[d].plugin, Matched: []string{"select"}})
+	}
+	return r
+}
+
+// queryTerms analyses a query: its own terms at weight 1, then the
+// lexicon's expansions at a lower weight; each term once, unknown terms
+// dropped.
+func (ix *Index) queryTerms(q string) []queryTerm {
+	out := make([]queryTerm, 0, 16)
+	addTerm := func(t string, w float32, source string) {
+		id, ok := ix.terms[t]
+		if !ok {
+			return
+		}
+		for k := range out {
+			if out[k].id == id {
+				if out[k].weight < w {
+					out[k].weight, out[k].source = w, source
+				}
+				return
+			}
+		}
+		if len(out) < maxQueryTerms {
+			out = append(out, queryTerm{id: id, weight: w, term: t, source: source})
+		}
+	}
+	var own []string
+	ix.an.Each(q, func(t string) {
+		own = append(own, t)
+		addTerm(t, 1, "")
+	})
+	if ix.exp != nil {
+		ix.exp.expand(q, own, addTerm)
+	}
+	return out
+}
+
+// topK returns the best k documents with a score: score descending, then
+// name. The exact-name match, if any, comes first whatever its score.
+func (ix *Index) topK(score []float32, k int, exact int32, hasExact bool) []int32 {
+	less := func(a, b int32) bool {
+		if hasExact {
+			if a == exact {
+				return b != exact
+			}
+			if b == exact {
+				return false
+			}
+		}
+		if score[a] != score[b] {
+			return score[a] > score[b]
+		}
+		return ix.docs[a].name < ix.docs[b].name
+	}
+	// A bounded selection: keep the best k in a sorted slice; thr is the
+	// k-th best score once k are held, so most documents are passed over
+	// without the comparator.
+	best := make([]int32, 0, k+1)
+	thr := float32(0)
+	consider := func(d int32) {
+		if len(best) == k && !less(d, best[k-1]) {
+			return
+		}
+		i := sort.Search(len(best), func(i int) bool { return less(d, best[i]) })
+		best = append(best, 0)
+		copy(best[i+1:], best[i:])
+		best[i] = d
+		if len(best) > k {
+			best = best[:k]
+		}
+		if len(best) == k {
+			thr = score[best[k-1]]
+		}
+	}
+	if hasExact {
+		consider(exact)
+	}
+	for d, s := range score {
+		if s <= 0 || s < thr {
+			continue
+		}
+		if !(hasExact && int32(d) == exact) {
+			consider(int32(d))
+		}
+	}
+	return best
+}

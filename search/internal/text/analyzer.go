@@ -1,0 +1,180 @@
+// Package text turns tool descriptions and queries into search terms.
+//
+// One Analyzer serves documents and queries alike, so that both sides of a
+// match are cut the same way:
+//
+//   - full-width ASCII is folded to ASCII and Traditional Chinese to
+//     Simplified (OpenCC's character table);
+//   - runs of ASCII letters and digits are split at camelCase, PascalCase and
+//     digit boundaries, and at every other character (_ - . / and spaces);
+//     an identifier that splits also yields its joined form ("executeSql" →
+//     execute, sql, executesql);
+//   - English words are lowercased, stop words dropped and a light stemmer
+//     folds plurals, -ing and -ed (see Stem);
+//   - runs of Chinese characters are cut by gse (search mode) and also
+//     yield their character bigrams, so that a word gse cuts differently in
+//     a query and in a description still meets; Chinese stop words are
+//     dropped;
+//   - other letters (accented Latin, Cyrillic, …) form lowercased words.
+package text
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxTermBytes bounds one term; longer ASCII words are cut there.
+const MaxTermBytes = 64
+
+// Analyzer turns text into terms. The zero value cuts Chinese into bigrams
+// only; set Chinese to add gse's words.
+//
+// An Analyzer is safe for concurrent use once its fields are set.
+type Analyzer struct {
+	// Chinese, when not nil, segments runs of Chinese characters.
+	Chinese *Segmenter
+	// NoBigrams turns off Chinese character bigrams (for measurements).
+	NoBigrams bool
+}
+
+// Terms returns the terms of s in order of appearance; a term may repeat.
+func (a *Analyzer) Terms(s string) []string {
+	var out []string
+	a.Each(s, func(t string) { out = append(out, t) })
+	return out
+}
+
+// HasHan reports whether s holds any Chinese character.
+func HasHan(s string) bool {
+	for _, r := range s {
+		if r >= 0x2E80 && IsHan(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// Each calls emit for every term of s, in order.
+func (a *Analyzer) Each(s string, emit func(term string)) {
+	s = Fold(s)
+	i := 0
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case isASCIIAlnum(r):
+			j := i
+			for j < len(s) && isASCIIAlnum(rune(s[j])) {
+				j++
+			}
+			a.ascii(s[i:j], emit)
+			i = j
+		case r >= 0x2E80 && IsHan(r):
+			j := i
+			for j < len(s) {
+				r2, n := utf8.DecodeRuneInString(s[j:])
+				if !IsHan(r2) {
+					break
+				}
+				j += n
+			}
+			a.han(s[i:j], emit)
+			i = j
+		case unicode.IsLetter(r) || unicode.IsNumber(r):
+			j := i
+			for j < len(s) {
+				r2, n := utf8.DecodeRuneInString(s[j:])
+				if isASCIIAlnum(r2) || IsHan(r2) || !(unicode.IsLetter(r2) || unicode.IsNumber(r2) || unicode.Is(unicode.Mn, r2)) {
+					break
+				}
+				j += n
+			}
+			w := strings.ToLower(s[i:j])
+			if len(w) > MaxTermBytes {
+				w = truncUTF8(w, MaxTermBytes)
+			}
+			emit(w)
+			i = j
+		default:
+			i += size
+		}
+	}
+}
+
+func truncUTF8(s string, n int) string {
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func isASCIIAlnum(r rune) bool {
+	return r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+}
+
+// ascii handles one run of ASCII letters and digits.
+func (a *Analyzer) ascii(run string, emit func(string)) {
+	if len(run) > MaxTermBytes {
+		run = run[:MaxTermBytes]
+	}
+	lower := asciiLower(run)
+	parts := 0
+	splitIdentifier(run, func(start, end int) {
+		parts++
+		w := lower[start:end]
+		if englishStop[w] || (len(w) == 1 && w[0] >= 'a') {
+			return
+		}
+		emit(Stem(w))
+	})
+	if parts > 1 && !englishStop[lower] {
+		// The joined identifier, so "executesql" or "execute_sql" typed as
+		// one word still meets executeSql.
+		emit(lower)
+	}
+}
+
+// han handles one run of Chinese characters (already folded to Simplified).
+func (a *Analyzer) han(run string, emit func(string)) {
+	runes := []rune(run)
+	if len(runes) == 1 {
+		if !chineseStop[run] {
+			emit(run)
+		}
+		return
+	}
+	if a.Chinese != nil {
+		for _, w := range a.Chinese.cut(run) {
+			if w == "" || chineseStop[w] || !HasHan(w) {
+				continue
+			}
+			emit(w)
+		}
+	}
+	if a.NoBigrams {
+		if a.Chinese == nil {
+			for _, r := range runes {
+				if c := string(r); !chineseStop[c] {
+					emit(c)
+				}
+			}
+		}
+		return
+	}
+	for k := 0; k+1 < len(runes); k++ {
+		if stopChar(runes[k]) || stopChar(runes[k+1]) {
+			continue
+		}
+		emit(string(runes[k : k+2]))
+	}
+}
+
+// stopChar reports characters that glue words together; a bigram that holds
+// one says nothing.
+func stopChar(r rune) bool {
+	switch r {
+	case '的', '了', '吗', '呢', '吧', '啊', '呀', '么', '着', '和', '与', '或', '把', '给', '请', '帮', '我', '你', '您', '是', '在', '一', '个', '这', '那':
+		return true
+	}
+	return false
+}
