@@ -62,14 +62,20 @@ func lexiconWords() []string {
 	return out
 }
 
+// target is an index term an expansion adds.
+type target struct {
+	id   int32
+	term string
+}
+
 // expander maps query words to lexicon concepts and concepts to index terms.
 type expander struct {
 	zh         map[string][]int32 // folded Chinese term → concepts
 	zhMaxRunes int
 	en         map[string][]int32 // analysed English phrase ("exchange rate") → concepts
 	enLongest  map[string]int     // first word → words in the longest phrase it starts
-	zhTargets  [][]string         // concept → its Chinese terms as index terms
-	enTargets  [][]string         // concept → its English terms as index terms
+	zhTargets  [][]target         // concept → its Chinese terms as index terms
+	enTargets  [][]target         // concept → its English terms as index terms
 	cross      float32            // weight of a term in the other language
 	same       float32            // weight of a synonym in the query's language
 }
@@ -84,16 +90,20 @@ func newExpander(ix *Index, files []string, cross, same float64) (*expander, err
 		concepts = append(concepts, c...)
 	}
 	e := &expander{zh: map[string][]int32{}, en: map[string][]int32{}, enLongest: map[string]int{}, cross: float32(cross), same: float32(same)}
-	e.zhTargets = make([][]string, len(concepts))
-	e.enTargets = make([][]string, len(concepts))
+	// A term in a large share of the tools says little about which one is
+	// wanted, and expanding into it costs a long postings list: such terms
+	// are matched only when the query says them itself.
+	maxDF := max(len(ix.docs)/8, 64)
+	e.zhTargets = make([][]target, len(concepts))
+	e.enTargets = make([][]target, len(concepts))
 	for ci, c := range concepts {
 		id := int32(ci)
 		seen := map[string]bool{}
-		target := func(list *[]string) func(string) {
+		addTo := func(list *[]target) func(string) {
 			return func(t string) {
-				if _, ok := ix.terms[t]; ok && !seen[t] {
+				if id, ok := ix.terms[t]; ok && !seen[t] && int(ix.start[id+1]-ix.start[id]) <= maxDF {
 					seen[t] = true
-					*list = append(*list, t)
+					*list = append(*list, target{id, t})
 				}
 			}
 		}
@@ -104,7 +114,7 @@ func newExpander(ix *Index, files []string, cross, same float64) (*expander, err
 				e.zhMaxRunes = n
 			}
 			if ix.hasHan {
-				ix.an.Each(z, target(&e.zhTargets[ci]))
+				ix.an.Each(z, addTo(&e.zhTargets[ci]))
 			}
 		}
 		for _, en := range c.En {
@@ -115,11 +125,12 @@ func newExpander(ix *Index, files []string, cross, same float64) (*expander, err
 			key := strings.Join(words, " ")
 			e.en[key] = append(e.en[key], id)
 			e.enLongest[words[0]] = max(e.enLongest[words[0]], len(words))
-			ix.an.Each(en, target(&e.enTargets[ci]))
+			ix.an.Each(en, addTo(&e.enTargets[ci]))
 		}
 		// Deterministic order of expansion terms.
-		sort.Strings(e.zhTargets[ci])
-		sort.Strings(e.enTargets[ci])
+		byTerm := func(l []target) func(i, j int) bool { return func(i, j int) bool { return l[i].term < l[j].term } }
+		sort.Slice(e.zhTargets[ci], byTerm(e.zhTargets[ci]))
+		sort.Slice(e.enTargets[ci], byTerm(e.enTargets[ci]))
 	}
 	return e, nil
 }
@@ -138,7 +149,7 @@ func englishWords(an *text.Analyzer, phrase string) []string {
 
 // expand finds the lexicon concepts in a query and adds their terms.
 // own are the query's own analysed terms, in order.
-func (e *expander) expand(q string, own []string, add func(term string, w float32, source string)) {
+func (e *expander) expand(q string, own []string, add func(id int32, term string, w float32, source string)) {
 	type hit struct {
 		concept int32
 		source  string
@@ -193,11 +204,11 @@ func (e *expander) expand(q string, own []string, add func(term string, w float3
 			other, same = same, other
 		}
 		for _, t := range other {
-			add(t, e.cross, h.source)
+			add(t.id, t.term, e.cross, h.source)
 		}
 		if e.same > 0 {
 			for _, t := range same {
-				add(t, e.same, h.source)
+				add(t.id, t.term, e.same, h.source)
 			}
 		}
 	}

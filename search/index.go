@@ -168,6 +168,7 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 	if ix.hasHan {
 		seg.s.Preload()
 	}
+	ix.an.Memoize()
 
 	type tfEntry struct {
 		term int32
@@ -275,8 +276,9 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 		}
 		ix.exp = exp
 	}
+	ix.an.Freeze()
 	ix.scratch.New = func() any {
-		return &scratch{score: make([]float32, len(ix.docs)), mask: make([]uint32, len(ix.docs))}
+		return &scratch{score: make([]float32, len(ix.docs)), mask: make([]uint32, len(ix.docs)), slot: make([]int32, len(ix.terms))}
 	}
 	ix.build = time.Since(start)
 	return ix, nil
@@ -300,6 +302,7 @@ func foldName(s string) string { return names.Fold(s) }
 type scratch struct {
 	score []float32
 	mask  []uint32
+	slot  []int32 // term → 1 + its place in the query's terms (queryTerms)
 }
 
 type queryTerm struct {
@@ -334,9 +337,9 @@ func (ix *Index) Search(query string, limit int) (Result, error) {
 		return ix.selectNames(rest), nil
 	}
 
-	qs := ix.queryTerms(q)
 	sc := ix.scratch.Get().(*scratch)
 	defer ix.scratch.Put(sc)
+	qs := ix.queryTerms(q, sc.slot)
 	// Accumulate: a branch-free loop over each term's postings. The mask
 	// records which query terms a document matched (Hit.Matched).
 	score, mask := sc.score, sc.mask
@@ -408,33 +411,34 @@ func (ix *Index) selectNames(list string) Result {
 
 // queryTerms analyses a query: its own terms at weight 1, then the
 // lexicon's expansions at a lower weight; each term once, unknown terms
-// dropped.
-func (ix *Index) queryTerms(q string) []queryTerm {
-	out := make([]queryTerm, 0, 16)
-	addTerm := func(t string, w float32, source string) {
-		id, ok := ix.terms[t]
-		if !ok {
-			return
-		}
-		for k := range out {
-			if out[k].id == id {
-				if out[k].weight < w {
-					out[k].weight, out[k].source = w, source
-				}
-				return
+// dropped. slot is scratch space, one entry per index term, all zero on
+// entry and on return.
+func (ix *Index) queryTerms(q string, slot []int32) []queryTerm {
+	out := make([]queryTerm, 0, 32)
+	add := func(id int32, t string, w float32, source string) {
+		if k := slot[id]; k > 0 {
+			if out[k-1].weight < w {
+				out[k-1].weight, out[k-1].source = w, source
 			}
+			return
 		}
 		if len(out) < maxQueryTerms {
 			out = append(out, queryTerm{id: id, weight: w, term: t, source: source})
+			slot[id] = int32(len(out))
 		}
 	}
 	var own []string
 	ix.an.Each(q, func(t string) {
 		own = append(own, t)
-		addTerm(t, 1, "")
+		if id, ok := ix.terms[t]; ok {
+			add(id, t, 1, "")
+		}
 	})
 	if ix.exp != nil {
-		ix.exp.expand(q, own, addTerm)
+		ix.exp.expand(q, own, add)
+	}
+	for _, t := range out {
+		slot[t.id] = 0
 	}
 	return out
 }

@@ -36,7 +36,21 @@ type Analyzer struct {
 	Chinese *Segmenter
 	// NoBigrams turns off Chinese character bigrams (for measurements).
 	NoBigrams bool
+
+	// memo holds the terms of ASCII runs seen while it was being filled
+	// (index build); Freeze makes it read-only, after which concurrent use
+	// is safe and misses are computed without being stored.
+	memo   map[string][]string
+	frozen bool
 }
+
+// Memoize starts recording the terms of every ASCII word analysed, so that
+// a query repeating a document word skips the work. Call it before
+// analysing documents, and Freeze before any concurrent use.
+func (a *Analyzer) Memoize() { a.memo = map[string][]string{} }
+
+// Freeze stops recording; the Analyzer is then safe for concurrent use.
+func (a *Analyzer) Freeze() { a.frozen = true }
 
 // Terms returns the terms of s in order of appearance; a term may repeat.
 func (a *Analyzer) Terms(s string) []string {
@@ -117,6 +131,27 @@ func (a *Analyzer) ascii(run string, emit func(string)) {
 	if len(run) > MaxTermBytes {
 		run = run[:MaxTermBytes]
 	}
+	if a.memo != nil {
+		if terms, ok := a.memo[run]; ok {
+			for _, t := range terms {
+				emit(t)
+			}
+			return
+		}
+		if !a.frozen {
+			var terms []string
+			a.asciiTerms(run, func(t string) { terms = append(terms, t) })
+			a.memo[run] = terms
+			for _, t := range terms {
+				emit(t)
+			}
+			return
+		}
+	}
+	a.asciiTerms(run, emit)
+}
+
+func (a *Analyzer) asciiTerms(run string, emit func(string)) {
 	lower := asciiLower(run)
 	parts := 0
 	splitIdentifier(run, func(start, end int) {
