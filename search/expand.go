@@ -68,12 +68,19 @@ type target struct {
 	term string
 }
 
+// enWord is what the lexicon knows of one English word: the concepts it
+// names alone, and how many words the longest phrase it starts has.
+type enWord struct {
+	concepts []int32
+	longest  int
+}
+
 // expander maps query words to lexicon concepts and concepts to index terms.
 type expander struct {
 	zh         map[string][]int32 // folded Chinese term → concepts
 	zhMaxRunes int
-	en         map[string][]int32 // analysed English phrase ("exchange rate") → concepts
-	enLongest  map[string]int     // first word → words in the longest phrase it starts
+	en         map[string]enWord  // analysed English word → its concepts and phrases
+	phrases    map[string][]int32 // analysed English phrase ("exchange rate") → concepts
 	zhTargets  [][]target         // concept → its Chinese terms as index terms
 	enTargets  [][]target         // concept → its English terms as index terms
 	cross      float32            // weight of a term in the other language
@@ -89,7 +96,7 @@ func newExpander(ix *Index, files []string, cross, same float64) (*expander, err
 		}
 		concepts = append(concepts, c...)
 	}
-	e := &expander{zh: map[string][]int32{}, en: map[string][]int32{}, enLongest: map[string]int{}, cross: float32(cross), same: float32(same)}
+	e := &expander{zh: map[string][]int32{}, en: map[string]enWord{}, phrases: map[string][]int32{}, cross: float32(cross), same: float32(same)}
 	// A term in a large share of the tools says little about which one is
 	// wanted, and expanding into it costs a long postings list: such terms
 	// are matched only when the query says them itself.
@@ -123,8 +130,14 @@ func newExpander(ix *Index, files []string, cross, same float64) (*expander, err
 				continue
 			}
 			key := strings.Join(words, " ")
-			e.en[key] = append(e.en[key], id)
-			e.enLongest[words[0]] = max(e.enLongest[words[0]], len(words))
+			first := e.en[words[0]]
+			first.longest = max(first.longest, len(words))
+			if len(words) == 1 {
+				first.concepts = append(first.concepts, id)
+			} else {
+				e.phrases[key] = append(e.phrases[key], id)
+			}
+			e.en[words[0]] = first
 			ix.an.Each(en, addTo(&e.enTargets[ci]))
 		}
 		// Deterministic order of expansion terms.
@@ -187,13 +200,15 @@ func (e *expander) expand(q string, own []string, add func(id int32, term string
 	// English: the phrases that start at each query word.
 	var key []byte
 	for i, w := range own {
-		longest := e.enLongest[w]
+		ew, ok := e.en[w]
+		if !ok {
+			continue
+		}
+		note(ew.concepts, w, false)
 		key = append(key[:0], w...)
-		for n := 1; n <= longest && i+n <= len(own); n++ {
-			if n > 1 {
-				key = append(append(key, ' '), own[i+n-1]...)
-			}
-			if cs, ok := e.en[string(key)]; ok {
+		for n := 2; n <= ew.longest && i+n <= len(own); n++ {
+			key = append(append(key, ' '), own[i+n-1]...)
+			if cs, ok := e.phrases[string(key)]; ok {
 				note(cs, string(key), false)
 			}
 		}
