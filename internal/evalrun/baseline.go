@@ -92,27 +92,37 @@ func BuildBaseline(tools []manifest.Tool) (Searcher, error) {
 
 // Top returns the names of the best k tools: score descending, then name.
 func (bl *Baseline) Top(q string, k int) []string {
-	score := map[int]float64{}
+	score := make([]float64, len(bl.names))
+	var touched []int
 	for _, tok := range baselineTokens(q) {
 		for _, p := range bl.postings[tok] {
+			if score[p.doc] == 0 {
+				touched = append(touched, p.doc)
+			}
 			score[p.doc] += p.w
 		}
 	}
-	docs := make([]int, 0, len(score))
-	for d := range score {
-		docs = append(docs, d)
-	}
-	sort.Slice(docs, func(i, j int) bool {
-		if score[docs[i]] != score[docs[j]] {
-			return score[docs[i]] > score[docs[j]]
+	better := func(a, b int) bool {
+		if score[a] != score[b] {
+			return score[a] > score[b]
 		}
-		return bl.names[docs[i]] < bl.names[docs[j]]
-	})
-	if len(docs) > k {
-		docs = docs[:k]
+		return bl.names[a] < bl.names[b]
 	}
-	out := make([]string, len(docs))
-	for i, d := range docs {
+	var best []int
+	for _, d := range touched {
+		if len(best) == k && !better(d, best[k-1]) {
+			continue
+		}
+		i := sort.Search(len(best), func(i int) bool { return better(d, best[i]) })
+		best = append(best, 0)
+		copy(best[i+1:], best[i:])
+		best[i] = d
+		if len(best) > k {
+			best = best[:k]
+		}
+	}
+	out := make([]string, len(best))
+	for i, d := range best {
 		out[i] = bl.names[d]
 	}
 	return out

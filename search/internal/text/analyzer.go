@@ -76,13 +76,6 @@ func (a *Analyzer) Each(s string, emit func(term string)) {
 	for i < len(s) {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
-		case isASCIIAlnum(r):
-			j := i
-			for j < len(s) && isASCIIAlnum(rune(s[j])) {
-				j++
-			}
-			a.ascii(s[i:j], emit)
-			i = j
 		case r >= 0x2E80 && IsHan(r):
 			j := i
 			for j < len(s) {
@@ -94,20 +87,30 @@ func (a *Analyzer) Each(s string, emit func(term string)) {
 			}
 			a.han(s[i:j], emit)
 			i = j
-		case unicode.IsLetter(r) || unicode.IsNumber(r):
-			j := i
+		case isASCIIAlnum(r) || unicode.IsLetter(r) || unicode.IsNumber(r):
+			// A word: letters, digits and combining marks, Chinese excepted.
+			j, ascii := i, true
 			for j < len(s) {
 				r2, n := utf8.DecodeRuneInString(s[j:])
-				if isASCIIAlnum(r2) || IsHan(r2) || !(unicode.IsLetter(r2) || unicode.IsNumber(r2) || unicode.Is(unicode.Mn, r2)) {
+				if isASCIIAlnum(r2) {
+					j += n
+					continue
+				}
+				if IsHan(r2) || !(unicode.IsLetter(r2) || unicode.IsNumber(r2) || unicode.Is(unicode.Mn, r2)) {
 					break
 				}
+				ascii = false
 				j += n
 			}
-			w := strings.ToLower(s[i:j])
-			if len(w) > MaxTermBytes {
-				w = truncUTF8(w, MaxTermBytes)
+			if ascii {
+				a.ascii(s[i:j], emit)
+			} else {
+				w := strings.ToLower(s[i:j])
+				if len(w) > MaxTermBytes {
+					w = truncUTF8(w, MaxTermBytes)
+				}
+				emit(w)
 			}
-			emit(w)
 			i = j
 		default:
 			i += size

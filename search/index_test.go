@@ -1,0 +1,241 @@
+package search
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var testDocs = []Document{
+	{Name: "executeSql", Plugin: "sql", Description: "Run a read-only SQL query and return the rows.",
+		Params: []Param{{"sql", "The SQL query to run"}}},
+	{Name: "describeTables", Plugin: "sql", Description: "Describe tables: columns, data types and keys.",
+		Keywords: []string{"表结构", "table schema"}},
+	{Name: "listTables", Plugin: "sql", Description: "List the tables of the database."},
+	{Name: "createBarChart", Plugin: "chart", Description: "Draw a bar chart from labels and series."},
+	{Name: "getCurrentWeather", Plugin: "weather", Description: "Get the current weather for a city."},
+	{Name: "sendEmail", Plugin: "mail", Description: "Send an email message to one or more recipients."},
+	{Name: "kuaidi", Plugin: "cn", Description: "查询快递包裹的物流状态和运单轨迹"},
+}
+
+func build(t testing.TB, docs []Document, cfg *Config) *Index {
+	t.Helper()
+	ix, err := Build(docs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+func hitNames(r Result) []string {
+	var out []string
+	for _, h := range r.Hits {
+		out = append(out, h.Name)
+	}
+	return out
+}
+
+func top(t *testing.T, ix *Index, q string, k int) []string {
+	t.Helper()
+	r, err := ix.Search(q, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hitNames(r)
+}
+
+func TestSearchRanks(t *testing.T) {
+	ix := build(t, testDocs, nil)
+	cases := []struct{ q, want string }{
+		{"run a sql query", "executeSql"},
+		{"what columns does the orders table have", "describeTables"},
+		{"bar chart of sales", "createBarChart"},
+		{"weather in Paris", "getCurrentWeather"},
+		{"send a mail", "sendEmail"},
+		// Cross-language through the lexicon.
+		{"查天气", "getCurrentWeather"},
+		{"生成图表", "createBarChart"},
+		{"查表结构", "describeTables"},
+		{"发邮件给客户", "sendEmail"},
+		{"查詢表結構", "describeTables"}, // Traditional
+		{"track my parcel", "kuaidi"},   // English query, Chinese-only tool
+	}
+	for _, c := range cases {
+		got := top(t, ix, c.q, 3)
+		if len(got) == 0 || got[0] != c.want {
+			t.Errorf("%q: got %v, want %s first", c.q, got, c.want)
+		}
+	}
+}
+
+func TestExactNameFirst(t *testing.T) {
+	ix := build(t, testDocs, nil)
+	for _, q := range []string{"listTables", "list_tables", "LISTTABLES", " list-tables "} {
+		got := top(t, ix, q, 5)
+		if len(got) == 0 || got[0] != "listTables" {
+			t.Errorf("%q: got %v, want listTables first", q, got)
+		}
+	}
+	r, _ := ix.Search("listTables", 5)
+	if r.Hits[0].Matched[0] != "name:listTables" {
+		t.Errorf("matched = %v", r.Hits[0].Matched)
+	}
+}
+
+func TestSelect(t *testing.T) {
+	ix := build(t, testDocs, nil)
+	r, err := ix.Search("select:sendEmail, executeSql,nope,sendEmail", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hitNames(r); !reflect.DeepEqual(got, []string{"sendEmail", "executeSql"}) {
+		t.Errorf("select: got %v", got)
+	}
+	if !reflect.DeepEqual(r.Unknown, []string{"nope"}) {
+		t.Errorf("unknown = %v", r.Unknown)
+	}
+}
+
+func TestMatchedAndScores(t *testing.T) {
+	ix := build(t, testDocs, nil)
+	r, _ := ix.Search("weather 天气 run sql", 5)
+	if len(r.Hits) < 2 {
+		t.Fatalf("hits = %v", r.Hits)
+	}
+	for i, h := range r.Hits {
+		if h.Score <= 0 || len(h.Matched) == 0 {
+			t.Errorf("hit %d: %+v has no score or matched terms", i, h)
+		}
+		if i > 0 && h.Score > r.Hits[i-1].Score {
+			t.Errorf("hits out of order: %+v", r.Hits)
+		}
+	}
+	matched := map[string][]string{}
+	for _, h := range r.Hits {
+		matched[h.Name] = h.Matched
+	}
+	if got := matched["getCurrentWeather"]; len(got) == 0 || got[0] != "weather" {
+		t.Errorf("getCurrentWeather matched %v, want weather first", got)
+	}
+	if got := matched["executeSql"]; !reflect.DeepEqual(got[:2], []string{"run", "sql"}) {
+		t.Errorf("executeSql matched %v, want run, sql first", got)
+	}
+}
+
+func TestTiesAreDeterministic(t *testing.T) {
+	var docs []Document
+	for _, n := range []string{"zeta", "alpha", "mid", "beta"} {
+		docs = append(docs, Document{Name: n + "Tool", Description: "same words here"})
+	}
+	ix := build(t, docs, nil)
+	want := []string{"alphaTool", "betaTool", "midTool", "zetaTool"}
+	for i := 0; i < 20; i++ {
+		if got := top(t, ix, "same words", 10); !reflect.DeepEqual(got, want) {
+			t.Fatalf("run %d: got %v, want %v", i, got, want)
+		}
+	}
+}
+
+func TestNoResultAndErrors(t *testing.T) {
+	ix := build(t, testDocs, nil)
+	if got := top(t, ix, "xylophone quantum", 5); len(got) != 0 {
+		t.Errorf("got %v for unrelated words", got)
+	}
+	if _, err := ix.Search(strings.Repeat("a", MaxQueryBytes+1), 5); err != ErrQueryTooLong {
+		t.Errorf("long query: err = %v", err)
+	}
+	if got := top(t, ix, "", 5); len(got) != 0 {
+		t.Errorf("empty query: %v", got)
+	}
+	if _, err := Build([]Document{{Name: "a"}, {Name: "A"}}, nil); err == nil {
+		t.Error("duplicate names (folded) accepted")
+	}
+	if _, err := Build([]Document{{Name: ""}}, nil); err == nil {
+		t.Error("empty name accepted")
+	}
+	empty := build(t, nil, nil)
+	if got := top(t, empty, "anything", 5); len(got) != 0 {
+		t.Errorf("empty index: %v", got)
+	}
+}
+
+func TestLimit(t *testing.T) {
+	ix := build(t, testDocs, nil)
+	if got := top(t, ix, "tables sql chart weather email", 2); len(got) != 2 {
+		t.Errorf("limit 2: %v", got)
+	}
+	if got := top(t, ix, "tables sql chart weather email", 0); len(got) != DefaultLimit {
+		t.Errorf("default limit: %v", got)
+	}
+}
+
+func TestExtraLexicon(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/extra.txt"
+	writeFile(t, path, "# operator terms\n紫微\tbluewhale\n")
+	docs := []Document{{Name: "queryBluewhale", Description: "Query the bluewhale platform"}, {Name: "other", Description: "something else"}}
+	without := build(t, docs, nil)
+	if got := top(t, without, "紫微", 3); len(got) != 0 {
+		t.Fatalf("found %v without the extra lexicon", got)
+	}
+	with := build(t, docs, &Config{Lexicons: []string{path}})
+	if got := top(t, with, "紫微", 3); len(got) == 0 || got[0] != "queryBluewhale" {
+		t.Fatalf("with the extra lexicon: %v", got)
+	}
+	writeFile(t, path, "no tab here\n")
+	if _, err := Build(docs, &Config{Lexicons: []string{path}}); err == nil || !strings.Contains(err.Error(), "extra.txt:1") {
+		t.Fatalf("bad lexicon: err = %v", err)
+	}
+}
+
+// TestConcurrentSearch hammers one index from many goroutines (run with -race).
+func TestConcurrentSearch(t *testing.T) {
+	ix := build(t, testDocs, nil)
+	queries := []string{"查天气", "run sql", "bar chart", "listTables", "select:sendEmail", "表结构 columns"}
+	want := map[string][]string{}
+	for _, q := range queries {
+		want[q] = top(t, ix, q, 5)
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				q := queries[(g+i)%len(queries)]
+				r, err := ix.Search(q, 5)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if got := hitNames(r); !reflect.DeepEqual(got, want[q]) {
+					t.Errorf("%q: got %v, want %v", q, got, want[q])
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+}
+
+func ExampleIndex_Search() {
+	ix, _ := Build([]Document{
+		{Name: "getCurrentWeather", Description: "Get the current weather for a city."},
+		{Name: "createBarChart", Description: "Draw a bar chart from labels and series."},
+	}, nil)
+	r, _ := ix.Search("查天气", 5)
+	for _, h := range r.Hits {
+		fmt.Println(h.Name, h.Matched)
+	}
+	// Output: getCurrentWeather [weather←天气]
+}
+
+func BenchmarkSearchSmall(b *testing.B) {
+	ix := build(b, testDocs, nil)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		ix.Search("帮我查一下明天的天气", 5)
+	}
+}
