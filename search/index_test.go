@@ -59,8 +59,8 @@ func TestSearchRanks(t *testing.T) {
 		{"生成图表", "createBarChart"},
 		{"查表结构", "describeTables"},
 		{"发邮件给客户", "sendEmail"},
-		{"查詢表結構", "describeTables"}, // Traditional
-		{"track my parcel", "kuaidi"},   // English query, Chinese-only tool
+		{"查詢表結構", "describeTables"},   // Traditional
+		{"track my parcel", "kuaidi"}, // English query, Chinese-only tool
 	}
 	for _, c := range cases {
 		got := top(t, ix, c.q, 3)

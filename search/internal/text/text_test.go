@@ -61,7 +61,7 @@ func TestAnalyzerASCII(t *testing.T) {
 		{"XMLParser", []string{"xml", "parser", "xmlparser"}},
 		{"The weather in Paris", []string{"weather", "paris"}},
 		{"ＳＱＬ　query", []string{"sql", "queri"}}, // full-width ASCII and ideographic space
-		{"a b c", nil},                         // single letters and stop words drop
+		{"a b c", nil}, // single letters and stop words drop
 		{"Crème brûlée", []string{"crème", "brûlée"}},
 	}
 	for _, c := range cases {
@@ -74,11 +74,11 @@ func TestAnalyzerASCII(t *testing.T) {
 
 func TestFold(t *testing.T) {
 	cases := map[string]string{
-		"查詢表結構":    "查询表结构",
-		"天氣預報":     "天气预报",
-		"圖表":       "图表",
+		"查詢表結構":      "查询表结构",
+		"天氣預報":       "天气预报",
+		"圖表":         "图表",
 		"already 简体": "already 简体",
-		"ＡＢＣ１２３":   "ABC123",
+		"ＡＢＣ１２３":     "ABC123",
 	}
 	for in, want := range cases {
 		if got := Fold(in); got != want {

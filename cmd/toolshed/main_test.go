@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+const bundled = "../../plugin-manifests"
+
+func TestSearchJSON(t *testing.T) {
+	code, out, errs := runCLI("search", "--plugins", bundled, "--json", "--limit", "3", "查表结构")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var v struct {
+		Results []struct {
+			Name, Plugin, Description string
+			Score                     float64
+			Matched                   []string
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(v.Results) == 0 || v.Results[0].Name != "describeTables" || v.Results[0].Plugin != "sql" ||
+		v.Results[0].Score <= 0 || v.Results[0].Description == "" || len(v.Results[0].Matched) == 0 {
+		t.Fatalf("results: %+v", v.Results)
+	}
+	// Flags after the query work too, and the text output names the tool.
+	code, out, _ = runCLI("search", "生成图表", "--plugins", bundled)
+	if code != 0 || !strings.Contains(out, "createBarChart") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestSearchErrors(t *testing.T) {
+	if code, _, _ := runCLI("search", "--plugins", bundled); code != 2 {
+		t.Errorf("no query: exit %d", code)
+	}
+	if code, _, errs := runCLI("search", "--plugins", "/nonexistent", "x"); code != 1 || !strings.Contains(errs, "/nonexistent") {
+		t.Errorf("bad dir: exit %d, %s", code, errs)
+	}
+	if code, _, errs := runCLI("search", "--plugins", bundled, "--limit", "0", "x"); code != 1 || !strings.Contains(errs, "--limit") {
+		t.Errorf("bad limit: exit %d, %s", code, errs)
+	}
+	if code, _, _ := runCLI("frobnicate"); code != 2 {
+		t.Errorf("unknown command: exit %d", code)
+	}
+	code, out, _ := runCLI("search", "--plugins", bundled, "xylophone")
+	if code != 0 || !strings.Contains(out, "no tool matches") {
+		t.Errorf("no result: exit %d, %q", code, out)
+	}
+}
+
+func TestPluginsValidate(t *testing.T) {
+	if code, out, errs := runCLI("plugins", "validate", bundled); code != 0 || !strings.Contains(out, "all valid") {
+		t.Fatalf("bundled: exit %d\n%s%s", code, out, errs)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "bad.json"), []byte(`{"name": "Bad Name", "version": "1", "abi_version": 9, "wasm": "/abs.wasm", "sha256": "x", "tools": []}`), 0o644)
+	code, out, errs := runCLI("plugins", "validate", dir)
+	if code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"bad.json: name:", "bad.json: version:", "bad.json: abi_version:", "bad.json: wasm:", "bad.json: sha256:", "bad.json: tools:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errs, "1 of 1 manifests failed") {
+		t.Errorf("stderr: %s", errs)
+	}
+	empty := t.TempDir()
+	if code, _, errs := runCLI("plugins", "validate", empty); code != 1 || !strings.Contains(errs, "no manifest") {
+		t.Errorf("empty dir: exit %d %s", code, errs)
+	}
+}
+
+func TestPluginsListJSON(t *testing.T) {
+	code, out, errs := runCLI("plugins", "list", "--plugins", bundled, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var v struct {
+		Plugins []struct {
+			Name  string
+			Tools []struct{ Name string }
+		}
+		Errors []any
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Plugins) != 5 || v.Plugins[0].Name != "calculate" || len(v.Errors) != 0 {
+		t.Fatalf("list: %+v", v)
+	}
+}
+
+func TestEvalJSON(t *testing.T) {
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools.jsonl")
+	queries := filepath.Join(dir, "queries.jsonl")
+	os.WriteFile(tools, []byte(`{"name": "getWeather", "description": "Get the weather for a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name"}}}}
+{"name": "sendEmail", "description": "Send an email", "extra": "ignored"}
+`), 0o644)
+	os.WriteFile(queries, []byte(`{"query": "查天气", "tools": ["getWeather"]}
+{"query": "email my boss", "tools": ["sendEmail"]}
+`), 0o644)
+	code, out, errs := runCLI("eval", "--tools", tools, "--queries", queries, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var v map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"recall", "hit", "all_found", "mrr", "index_ms", "query_us_p50", "query_us_p99", "per_query"} {
+		if _, ok := v[k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	var recall map[string]float64
+	json.Unmarshal(v["recall"], &recall)
+	if recall["1"] != 1 {
+		t.Errorf("recall@1 = %v", recall["1"])
+	}
+	var per []struct{ Query, Expected, Got any }
+	json.Unmarshal(v["per_query"], &per)
+	if len(per) != 2 {
+		t.Errorf("per_query: %s", v["per_query"])
+	}
+	code, out, _ = runCLI("eval", "--tools", tools, "--queries", queries, "--baseline")
+	if code != 0 || !strings.Contains(out, "baseline-bm25") {
+		t.Errorf("baseline table: exit %d\n%s", code, out)
+	}
+	if code, _, _ := runCLI("eval", "--tools", tools); code != 2 {
+		t.Errorf("missing --queries: exit %d", code)
+	}
+}
