@@ -33,7 +33,7 @@ test: build plugins vet
 
 # Benchmarks, then the comparison tables of the evaluation sets.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./search/... ./host/...
+	$(GO) test -run '^$$' -bench . -benchmem ./search/... ./host/... ./internal/evalrun/
 	$(MAKE) eval
 
 eval: build

@@ -73,6 +73,13 @@ type target struct {
 type enWord struct {
 	concepts []int32
 	longest  int
+	targets  []weighted // the terms its concepts add, in concept order
+}
+
+// weighted is a target with the weight an expansion gives it.
+type weighted struct {
+	target
+	w float32
 }
 
 // expander maps query words to lexicon concepts and concepts to index terms.
@@ -145,6 +152,19 @@ func newExpander(ix *Index, files []string, cross, same float64) (*expander, err
 		sort.Slice(e.zhTargets[ci], byTerm(e.zhTargets[ci]))
 		sort.Slice(e.enTargets[ci], byTerm(e.enTargets[ci]))
 	}
+	for w, ew := range e.en {
+		for _, c := range ew.concepts {
+			for _, t := range e.zhTargets[c] {
+				ew.targets = append(ew.targets, weighted{t, e.cross})
+			}
+			if e.same > 0 {
+				for _, t := range e.enTargets[c] {
+					ew.targets = append(ew.targets, weighted{t, e.same})
+				}
+			}
+		}
+		e.en[w] = ew
+	}
 	return e, nil
 }
 
@@ -204,7 +224,9 @@ func (e *expander) expand(q string, own []string, add func(id int32, term string
 		if !ok {
 			continue
 		}
-		note(ew.concepts, w, false)
+		for _, t := range ew.targets {
+			add(t.id, t.term, t.w, w)
+		}
 		key = append(key[:0], w...)
 		for n := 2; n <= ew.longest && i+n <= len(own); n++ {
 			key = append(append(key, ' '), own[i+n-1]...)

@@ -113,6 +113,7 @@ type Index struct {
 	pDoc    []int32
 	pW      []float32
 	exp     *expander
+	words   map[string][]target // ASCII word → its terms, for queries
 	an      *text.Analyzer
 	hasHan  bool
 	build   time.Duration
@@ -277,6 +278,8 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 		ix.exp = exp
 	}
 	ix.an.Freeze()
+	ix.words = map[string][]target{}
+	ix.an.Memo(func(w string, _ []string) { ix.words[w] = ix.wordTerms(w) })
 	ix.scratch.New = func() any {
 		return &scratch{score: make([]float32, len(ix.docs)), mask: make([]uint32, len(ix.docs)), slot: make([]int32, len(ix.terms))}
 	}
@@ -428,18 +431,49 @@ func (ix *Index) queryTerms(q string, slot []int32) []queryTerm {
 		}
 	}
 	var own []string
-	ix.an.Each(q, func(t string) {
-		own = append(own, t)
-		if id, ok := ix.terms[t]; ok {
-			add(id, t, 1, "")
-		}
-	})
+	if text.IsASCII(q) {
+		// The common English case: each word's terms and their ids were
+		// worked out at build time.
+		text.ASCIIWords(q, func(w string) {
+			terms, ok := ix.words[w]
+			if !ok {
+				terms = ix.wordTerms(w)
+			}
+			for _, t := range terms {
+				own = append(own, t.term)
+				if t.id >= 0 {
+					add(t.id, t.term, 1, "")
+				}
+			}
+		})
+	} else {
+		ix.an.Each(q, func(t string) {
+			own = append(own, t)
+			if id, ok := ix.terms[t]; ok {
+				add(id, t, 1, "")
+			}
+		})
+	}
 	if ix.exp != nil {
 		ix.exp.expand(q, own, add)
 	}
 	for _, t := range out {
 		slot[t.id] = 0
 	}
+	return out
+}
+
+// wordTerms analyses one ASCII word and finds its terms' ids (-1: not in
+// the index).
+func (ix *Index) wordTerms(w string) []target {
+	var out []target
+	ix.an.Each(w, func(t string) {
+		id, ok := ix.terms[t]
+		if !ok {
+			id = -1
+		}
+		out = append(out, target{id: id, term: t})
+	})
 	return out
 }
 

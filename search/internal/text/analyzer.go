@@ -52,6 +52,44 @@ func (a *Analyzer) Memoize() { a.memo = map[string][]string{} }
 // Freeze stops recording; the Analyzer is then safe for concurrent use.
 func (a *Analyzer) Freeze() { a.frozen = true }
 
+// Memo calls fn for every recorded ASCII word and its terms, in no order.
+func (a *Analyzer) Memo(fn func(word string, terms []string)) {
+	for w, ts := range a.memo {
+		fn(w, ts)
+	}
+}
+
+// ASCIIWords calls fn for each run of ASCII letters and digits of s, cut
+// to MaxTermBytes, in order: for ASCII-only text, the words Each analyses.
+func ASCIIWords(s string, fn func(word string)) {
+	for i := 0; i < len(s); {
+		if !isASCIIAlnum(rune(s[i])) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && isASCIIAlnum(rune(s[j])) {
+			j++
+		}
+		w := s[i:j]
+		if len(w) > MaxTermBytes {
+			w = w[:MaxTermBytes]
+		}
+		fn(w)
+		i = j
+	}
+}
+
+// IsASCII reports whether s is all ASCII.
+func IsASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 // Terms returns the terms of s in order of appearance; a term may repeat.
 func (a *Analyzer) Terms(s string) []string {
 	var out []string
