@@ -1,6 +1,12 @@
 package catalog
 
-import "testing"
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/toolshed/toolshed/host/manifest"
+)
 
 // TestBundledCatalog checks the bundled manifests and the article's own
 // examples: each must find the intended tool in the top 3.
@@ -51,5 +57,25 @@ func TestBundledCatalog(t *testing.T) {
 		if !ok {
 			t.Errorf("%q: top 3 = %v, want one of %v", c.q, r.Hits, c.want)
 		}
+	}
+}
+
+// TestManifestDocExample keeps the example in docs/MANIFEST.md valid.
+func TestManifestDocExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/MANIFEST.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```json\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("no JSON example in docs/MANIFEST.md")
+	}
+	m, err := manifest.Decode([]byte(block))
+	if err != nil {
+		t.Fatalf("the documented example is invalid: %v", err)
+	}
+	if m.Name != "weather" || len(m.Tools) != 1 {
+		t.Fatalf("example decoded to %+v", m)
 	}
 }

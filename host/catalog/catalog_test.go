@@ -38,7 +38,7 @@ func TestLoadReportsBadManifestsAndKeepsGoodOnes(t *testing.T) {
 	write(t, dir, "a.json", manifestJSON("alpha", zeros, "alphaOne", "alphaTwo"))
 	write(t, dir, "b.json", `{"name": "beta", "version": "1.0.0", "abi_version": 1, "wasm": "b.wasm", "sha256": "`+zeros+`", "tools": [], "colour": "red"}`)
 	write(t, dir, "c.json", manifestJSON("gamma", zeros, "gammaOne"))
-	write(t, dir, "d.json", manifestJSON("delta", zeros, "alpha_one")) // clashes with alphaOne
+	write(t, dir, "d.json", manifestJSON("delta", zeros, "alpha_one"))  // clashes with alphaOne
 	write(t, dir, "e.json", manifestJSON("alpha", zeros, "epsilonOne")) // plugin name taken
 	write(t, dir, "f.json", `{"name": "broken"`)
 	write(t, dir, ".hidden.json", "not even json")

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path"
@@ -156,12 +157,12 @@ func (es Errors) Error() string {
 func LoadFile(path string) (*Manifest, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, Errors{{File: path, Reason: err.Error()}}
+		return nil, Errors{{File: path, Reason: pathErrReason(err)}}
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
-		return nil, Errors{{File: path, Reason: err.Error()}}
+		return nil, Errors{{File: path, Reason: pathErrReason(err)}}
 	}
 	m, err := Decode(data)
 	if err != nil {
@@ -200,6 +201,15 @@ func Decode(data []byte) (*Manifest, error) {
 	return &m, nil
 }
 
+// pathErrReason drops the path an *fs.PathError repeats.
+func pathErrReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Op + ": " + pe.Err.Error()
+	}
+	return err.Error()
+}
+
 func decodeError(err error) *FieldError {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
@@ -214,13 +224,16 @@ var (
 	versionRE    = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
 	sha256RE     = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	keyRE        = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,63}$`)
+	// hostRE: a DNS name, an IPv4 address or an IPv6 address (as Hostname gives it).
+	hostRE = regexp.MustCompile(`^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$|^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*$`)
 )
 
 // ReservedToolNames cannot be used by plugins.
 var ReservedToolNames = []string{"tool_search"}
 
 // Validate checks every rule that needs only the manifest itself and
-// returns all problems found, in field order.
+// returns all problems found: plugin fields, limits, capabilities, then
+// each tool in order.
 func (m *Manifest) Validate() Errors {
 	var es Errors
 	bad := func(field, format string, args ...any) {
@@ -357,8 +370,8 @@ func checkOrigin(o string) string {
 	if err != nil {
 		return fmt.Sprintf("%q is not an origin: %v", o, err)
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
-		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+	if (u.Scheme != "http" && u.Scheme != "https") || !hostRE.MatchString(u.Hostname()) || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || strings.ContainsAny(o, "?#") || strings.HasSuffix(u.Host, ":") {
 		return fmt.Sprintf("%q is not an origin (want http[s]://host[:port], or *)", o)
 	}
 	if port := u.Port(); port != "" {

@@ -7,11 +7,28 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 )
 
-// shape describes which keys an object may hold; nil means any (free-form,
-// such as a JSON Schema).
+// kind is the JSON type a field must have.
+type kind int
+
+const (
+	kAny kind = iota
+	kObject
+	kArray
+	kString
+	kInt
+	kBool
+)
+
+var kindNames = [...]string{kAny: "any value", kObject: "an object", kArray: "an array",
+	kString: "a string", kInt: "an integer", kBool: "true or false"}
+
+// shape describes a field: its JSON type, the keys an object may hold and
+// the shape of array elements. A free shape (a JSON Schema) takes anything.
 type shape struct {
+	kind  kind
 	keys  map[string]*shape // object members
 	items *shape            // array elements
 	free  bool
@@ -19,41 +36,47 @@ type shape struct {
 
 var freeShape = &shape{free: true}
 
-func object(keys map[string]*shape) *shape { return &shape{keys: keys} }
-func arrayOf(s *shape) *shape               { return &shape{items: s} }
+func object(keys map[string]*shape) *shape { return &shape{kind: kObject, keys: keys} }
+func arrayOf(s *shape) *shape              { return &shape{kind: kArray, items: s} }
 
-var leaf = &shape{}
+var (
+	str     = &shape{kind: kString}
+	integer = &shape{kind: kInt}
+	boolean = &shape{kind: kBool}
+	strs    = arrayOf(str)
+)
 
 var manifestShape = object(map[string]*shape{
-	"name":        leaf,
-	"version":     leaf,
-	"abi_version": leaf,
-	"description": leaf,
-	"wasm":        leaf,
-	"sha256":      leaf,
+	"name":        str,
+	"version":     str,
+	"abi_version": integer,
+	"description": str,
+	"wasm":        str,
+	"sha256":      str,
 	"capabilities": object(map[string]*shape{
-		"log":    leaf,
-		"config": arrayOf(leaf),
-		"mounts": arrayOf(leaf),
-		"http":   arrayOf(leaf),
-		"sql":    leaf,
+		"log":    boolean,
+		"config": strs,
+		"mounts": strs,
+		"http":   strs,
+		"sql":    boolean,
 	}),
 	"limits": object(map[string]*shape{
-		"timeout_ms":    leaf,
-		"max_memory_mb": leaf,
-		"max_output_kb": leaf,
+		"timeout_ms":    integer,
+		"max_memory_mb": integer,
+		"max_output_kb": integer,
 	}),
 	"tools": arrayOf(object(map[string]*shape{
-		"name":        leaf,
-		"description": leaf,
+		"name":        str,
+		"description": str,
 		"parameters":  freeShape,
-		"keywords":    arrayOf(leaf),
-		"examples":    arrayOf(leaf),
+		"keywords":    strs,
+		"examples":    strs,
 	})),
 })
 
 // checkStrict walks the JSON tokens of data and reports the first unknown
-// or duplicate key, or syntax error, with its path and line:column.
+// or duplicate key, value of the wrong type, or syntax error, with its path
+// and line:column.
 func checkStrict(data []byte, root *shape) *FieldError {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -78,14 +101,20 @@ func (w *walker) errAt(path, reason string) *FieldError {
 }
 
 func (w *walker) syntax(path string, err error) *FieldError {
-	var se *json.SyntaxError
 	off := int(w.dec.InputOffset())
-	if errors.As(err, &se) {
-		off = int(se.Offset)
+	// A Decoder's SyntaxError offset does not always count from the start
+	// of the input; Unmarshal's does, so ask it where the error is.
+	var se *json.SyntaxError
+	var v any
+	if uerr := json.Unmarshal(w.data, &v); errors.As(uerr, &se) {
+		off, err = int(se.Offset), uerr
+		if strings.HasPrefix(se.Error(), "invalid character") && off > 0 {
+			off-- // Offset is just past the offending byte
+		}
 	}
 	line, col := lineCol(w.data, off)
 	msg := err.Error()
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
+	if err == io.EOF || err == io.ErrUnexpectedEOF || strings.HasPrefix(msg, "unexpected end of JSON") {
 		msg = "unexpected end of JSON"
 	}
 	return &FieldError{Field: path, Reason: fmt.Sprintf("invalid JSON: %s (line %d, column %d)", msg, line, col)}
@@ -105,6 +134,11 @@ func (w *walker) valueDepth(s *shape, path string, depth int) *FieldError {
 	tok, err := w.dec.Token()
 	if err != nil {
 		return w.syntax(path, err)
+	}
+	if s != nil && !s.free && s.kind != kAny {
+		if reason := checkKind(tok, s.kind); reason != "" {
+			return w.errAt(path, reason)
+		}
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -131,7 +165,7 @@ func (w *walker) valueDepth(s *shape, path string, depth int) *FieldError {
 				}
 				child = c
 			default:
-				child = leaf // type mismatch; reported by decoding
+				child = freeShape
 			}
 			if err := w.valueDepth(child, kp, depth+1); err != nil {
 				return err
@@ -144,11 +178,8 @@ func (w *walker) valueDepth(s *shape, path string, depth int) *FieldError {
 		i := 0
 		for w.dec.More() {
 			child := freeShape
-			if s != nil && !s.free {
-				child = leaf
-				if s.items != nil {
-					child = s.items
-				}
+			if s != nil && !s.free && s.items != nil {
+				child = s.items
 			}
 			if err := w.valueDepth(child, path+"["+strconv.Itoa(i)+"]", depth+1); err != nil {
 				return err
@@ -176,4 +207,37 @@ func lineCol(data []byte, off int) (line, col int) {
 	line = 1 + bytes.Count(data[:off], []byte("\n"))
 	col = off - bytes.LastIndexByte(data[:off], '\n')
 	return line, col
+}
+
+// checkKind reports how tok (the first token of a value) differs from want.
+func checkKind(tok json.Token, want kind) string {
+	have := ""
+	switch v := tok.(type) {
+	case json.Delim:
+		if v == '{' && want == kObject || v == '[' && want == kArray {
+			return ""
+		}
+		have = map[json.Delim]string{'{': "an object", '[': "an array"}[v]
+	case string:
+		if want == kString {
+			return ""
+		}
+		have = "a string"
+	case bool:
+		if want == kBool {
+			return ""
+		}
+		have = "true or false"
+	case json.Number:
+		if want == kInt {
+			if _, err := strconv.ParseInt(string(v), 10, 32); err == nil {
+				return ""
+			}
+			return fmt.Sprintf("want an integer, have %s", v)
+		}
+		have = "a number"
+	case nil:
+		have = "null"
+	}
+	return fmt.Sprintf("want %s, have %s", kindNames[want], have)
 }

@@ -104,8 +104,8 @@ type Report struct {
 	Engine     string             `json:"engine"`
 	Tools      int                `json:"tools"`
 	Queries    int                `json:"queries"`
-	Recall     map[string]float64 `json:"recall"`   // "1","5","10": mean share of the correct tools in the top k
-	Hit        map[string]float64 `json:"hit"`      // "1","5": share of queries with any correct tool in the top k
+	Recall     map[string]float64 `json:"recall"`    // "1","5","10": mean share of the correct tools in the top k
+	Hit        map[string]float64 `json:"hit"`       // "1","5": share of queries with any correct tool in the top k
 	AllFound   float64            `json:"all_found"` // share of queries with every correct tool in the top 10
 	MRR        float64            `json:"mrr"`       // mean reciprocal rank of the first correct tool (top 10)
 	IndexMS    float64            `json:"index_ms"`
