@@ -494,14 +494,14 @@ func (ix *Index) topK(score []float32, k int, exact int32, hasExact bool) []int3
 		}
 		return ix.docs[a].name < ix.docs[b].name
 	}
-	// A bounded selection: keep the best k in a sorted slice; thr is the
-	// k-th best score once k are held, so most documents are passed over
-	// without the comparator.
+	// A bounded selection: keep the best k in a sorted slice. lim is the
+	// least score that can still enter (the k-th best once k are held), so
+	// the scan decides almost every document with one predictable branch.
 	best := make([]int32, 0, k+1)
-	thr := float32(0)
-	consider := func(d int32) {
+	lim := float32(math.SmallestNonzeroFloat32)
+	insert := func(best []int32, d int32) []int32 {
 		if len(best) == k && !less(d, best[k-1]) {
-			return
+			return best
 		}
 		i := sort.Search(len(best), func(i int) bool { return less(d, best[i]) })
 		best = append(best, 0)
@@ -510,19 +510,17 @@ func (ix *Index) topK(score []float32, k int, exact int32, hasExact bool) []int3
 		if len(best) > k {
 			best = best[:k]
 		}
-		if len(best) == k {
-			thr = score[best[k-1]]
-		}
+		return best
 	}
 	if hasExact {
-		consider(exact)
+		best = insert(best, exact)
 	}
 	for d, s := range score {
-		if s <= 0 || s < thr {
-			continue
-		}
-		if !(hasExact && int32(d) == exact) {
-			consider(int32(d))
+		if s >= lim && !(hasExact && int32(d) == exact) {
+			best = insert(best, int32(d))
+			if len(best) == k {
+				lim = max(score[best[k-1]], math.SmallestNonzeroFloat32)
+			}
 		}
 	}
 	return best

@@ -47,7 +47,12 @@ type Analyzer struct {
 // Memoize starts recording the terms of every ASCII word analysed, so that
 // a query repeating a document word skips the work. Call it before
 // analysing documents, and Freeze before any concurrent use.
-func (a *Analyzer) Memoize() { a.memo = map[string][]string{} }
+func (a *Analyzer) Memoize() {
+	a.memo = make(map[string][]string, 1024)
+	for w := range englishStop { // queries are full of them
+		a.memo[w] = nil
+	}
+}
 
 // Freeze stops recording; the Analyzer is then safe for concurrent use.
 func (a *Analyzer) Freeze() { a.frozen = true }
@@ -193,6 +198,10 @@ func (a *Analyzer) ascii(run string, emit func(string)) {
 }
 
 func (a *Analyzer) asciiTerms(run string, emit func(string)) {
+	if allDigits(run) {
+		emit(run)
+		return
+	}
 	lower := asciiLower(run)
 	parts := 0
 	splitIdentifier(run, func(start, end int) {
@@ -253,4 +262,13 @@ func stopChar(r rune) bool {
 		return true
 	}
 	return false
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -12,8 +12,8 @@ itself just let me more most my myself no nor not now of off on once only or oth
 ourselves out over own please same she should so some such than that the their theirs them
 themselves then there these they this those through to too under until up very via was we were
 what when where which while who whom why will with would you your yours yourself yourselves
-e.g eg etc i.e ie tell want need like give help using use can't don't i'd i'm i'll let's
-whats what's hey hi thanks thank kindly`)
+eg etc ie tell want need like give help using use don doesn didn isn aren won ll ve re
+whats hey hi thanks thank kindly`)
 
 func setOf(words string) map[string]bool {
 	m := map[string]bool{}
