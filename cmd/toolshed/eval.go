@@ -20,6 +20,9 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	zhDict := fs.String("zh-dict", "", "Chinese dictionary file (gse format) instead of the embedded compact one")
 	noLexicon := fs.Bool("no-lexicon", false, "turn off Chinese-English query expansion (for measurements)")
 	noBigrams := fs.Bool("no-bigrams", false, "turn off Chinese character bigrams (for measurements)")
+	noSynonyms := fs.Bool("no-synonyms", false, "turn off same-language lexicon synonyms (for measurements)")
+	var lexicons listFlag
+	fs.Var(&lexicons, "lexicon", "extra Chinese-English lexicon `FILE` (repeatable)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -36,9 +39,14 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := &search.Config{NoLexicon: *noLexicon, NoBigrams: *noBigrams}
+	cfg := &search.Config{NoLexicon: *noLexicon, NoBigrams: *noBigrams, Lexicons: lexicons}
 	if *zhDict != "" {
 		cfg.Chinese = search.NewSegmenter(*zhDict)
+	}
+	if *noSynonyms {
+		w := search.DefaultWeights
+		w.Synonym = 0
+		cfg.Weights = &w
 	}
 	ts, dur, heap, err := evalrun.Build(func() (evalrun.Searcher, error) { return evalrun.BuildToolshed(tools, cfg) })
 	if err != nil {

@@ -1,7 +1,7 @@
 // Command toolshed is the Toolshed host: it searches and lists the plugin
 // catalog, validates plugin manifests and measures tool search.
 //
-//	toolshed search [--plugins DIR] [--limit N] [--json] [--stats] QUERY
+//	toolshed search [--plugins DIR] [--limit N] [--json] [--stats] [--lexicon FILE] QUERY
 //	toolshed plugins list [--plugins DIR] [--json]
 //	toolshed plugins validate DIR
 //	toolshed eval --tools TOOLS.jsonl --queries QUERIES.jsonl [--json] [--baseline]
@@ -37,7 +37,7 @@ func main() {
 const usage = `Toolshed: a host for LLM-agent tools with tool search.
 
 Usage:
-  toolshed search [--plugins DIR] [--limit N] [--json] [--stats] QUERY
+  toolshed search [--plugins DIR] [--limit N] [--json] [--stats] [--lexicon FILE] QUERY
   toolshed plugins list [--plugins DIR] [--json]
   toolshed plugins validate DIR
   toolshed eval --tools TOOLS.jsonl --queries QUERIES.jsonl [--json] [--baseline]

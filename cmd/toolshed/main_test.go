@@ -147,3 +147,16 @@ func TestEvalJSON(t *testing.T) {
 		t.Errorf("missing --queries: exit %d", code)
 	}
 }
+
+func TestSearchExtraLexicon(t *testing.T) {
+	lex := filepath.Join(t.TempDir(), "lex.txt")
+	os.WriteFile(lex, []byte("紫微斗数\tbar chart\n"), 0o644)
+	code, out, errs := runCLI("search", "--plugins", bundled, "--lexicon", lex, "--json", "紫微斗数")
+	if code != 0 || !strings.Contains(out, "createBarChart") {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+	os.WriteFile(lex, []byte("broken line\n"), 0o644)
+	if code, _, errs := runCLI("search", "--plugins", bundled, "--lexicon", lex, "x"); code != 1 || !strings.Contains(errs, "lex.txt:1") {
+		t.Fatalf("bad lexicon: exit %d %s", code, errs)
+	}
+}

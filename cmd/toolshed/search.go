@@ -28,8 +28,11 @@ func cmdSearch(args []string, stdout, stderr io.Writer) error {
 	limit := fs.Int("limit", search.DefaultLimit, "number of results")
 	asJSON := fs.Bool("json", false, "print JSON")
 	stats := fs.Bool("stats", false, "print timings and heap to stderr")
+	zhDict := fs.String("zh-dict", "", "Chinese dictionary `FILE` (gse format) instead of the embedded compact one")
+	var lexicons listFlag
+	fs.Var(&lexicons, "lexicon", "extra Chinese-English lexicon `FILE` (repeatable; see docs/SEARCH.md)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed search [--plugins DIR] [--limit N] [--json] [--stats] QUERY")
+		fmt.Fprintln(stderr, "usage: toolshed search [--plugins DIR] [--limit N] [--json] [--stats] [--lexicon FILE] QUERY")
 		fs.PrintDefaults()
 	}
 	pos, err := parse(fs, args)
@@ -44,7 +47,11 @@ func cmdSearch(args []string, stdout, stderr io.Writer) error {
 	if *limit < 1 || *limit > 100 {
 		return fmt.Errorf("--limit %d is out of range (1 to 100)", *limit)
 	}
-	snap, err := catalog.Load(*dir, nil)
+	cfg := &search.Config{Lexicons: lexicons}
+	if *zhDict != "" {
+		cfg.Chinese = search.NewSegmenter(*zhDict)
+	}
+	snap, err := catalog.Load(*dir, &catalog.Options{Search: cfg})
 	if err != nil {
 		return err
 	}
@@ -100,6 +107,12 @@ func cmdSearch(args []string, stdout, stderr io.Writer) error {
 	}
 	return nil
 }
+
+// listFlag collects a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func nonNil(s []string) []string {
 	if s == nil {
