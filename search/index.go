@@ -11,12 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/toolshed/toolshed/internal/names"
+	"github.com/toolshed/toolshed/internal/topk"
 	"github.com/toolshed/toolshed/search/internal/text"
 )
 
@@ -499,25 +499,12 @@ func (ix *Index) topK(score []float32, k int, exact int32, hasExact bool) []int3
 	// the scan decides almost every document with one predictable branch.
 	best := make([]int32, 0, k+1)
 	lim := float32(math.SmallestNonzeroFloat32)
-	insert := func(best []int32, d int32) []int32 {
-		if len(best) == k && !less(d, best[k-1]) {
-			return best
-		}
-		i := sort.Search(len(best), func(i int) bool { return less(d, best[i]) })
-		best = append(best, 0)
-		copy(best[i+1:], best[i:])
-		best[i] = d
-		if len(best) > k {
-			best = best[:k]
-		}
-		return best
-	}
 	if hasExact {
-		best = insert(best, exact)
+		best = topk.Insert(best, exact, k, less)
 	}
 	for d, s := range score {
 		if s >= lim && !(hasExact && int32(d) == exact) {
-			best = insert(best, int32(d))
+			best = topk.Insert(best, int32(d), k, less)
 			if len(best) == k {
 				lim = max(score[best[k-1]], math.SmallestNonzeroFloat32)
 			}

@@ -2,11 +2,11 @@ package evalrun
 
 import (
 	"math"
-	"sort"
 	"strings"
 	"unicode"
 
 	"github.com/toolshed/toolshed/host/manifest"
+	"github.com/toolshed/toolshed/internal/topk"
 )
 
 // Baseline is the naive reference: plain BM25 (k1 1.2, b 0.75) over one
@@ -110,16 +110,7 @@ func (bl *Baseline) Top(q string, k int) []string {
 	}
 	var best []int
 	for _, d := range touched {
-		if len(best) == k && !better(d, best[k-1]) {
-			continue
-		}
-		i := sort.Search(len(best), func(i int) bool { return better(d, best[i]) })
-		best = append(best, 0)
-		copy(best[i+1:], best[i:])
-		best[i] = d
-		if len(best) > k {
-			best = best[:k]
-		}
+		best = topk.Insert(best, d, k, better)
 	}
 	out := make([]string, len(best))
 	for i, d := range best {
