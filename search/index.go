@@ -168,6 +168,10 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 	}
 	if ix.hasHan {
 		seg.s.Preload()
+	} else {
+		// Nothing to match Chinese words against: queries in Chinese are
+		// still expanded through the lexicon, without loading a dictionary.
+		ix.an.Chinese = nil
 	}
 	ix.an.Memoize()
 

@@ -239,3 +239,14 @@ func BenchmarkSearchSmall(b *testing.B) {
 		ix.Search("帮我查一下明天的天气", 5)
 	}
 }
+
+func TestEnglishCatalogNeverLoadsDictionary(t *testing.T) {
+	seg := NewSegmenter("")
+	ix := build(t, []Document{{Name: "getCurrentWeather", Description: "Get the current weather for a city."}}, &Config{Chinese: seg})
+	if got := top(t, ix, "查天气", 3); len(got) != 1 {
+		t.Fatalf("查天气: %v", got)
+	}
+	if seg.s.LoadTime() != 0 {
+		t.Fatal("the Chinese dictionary was loaded for an English catalog")
+	}
+}

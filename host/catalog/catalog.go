@@ -7,7 +7,8 @@
 // when a tool of its plugin is needed (Plugin.ReadModule).
 //
 // A Snapshot is immutable once Load returns and safe for concurrent use by
-// any number of goroutines. Hot reload builds a new Snapshot beside the old
+// any number of goroutines; callers must treat its fields (and the plugins
+// and tools they reach) as read-only. Hot reload builds a new Snapshot beside the old
 // one; the two share nothing mutable.
 package catalog
 
