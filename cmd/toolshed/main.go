@@ -5,6 +5,8 @@
 //	toolshed plugins list [--plugins DIR] [--json]
 //	toolshed plugins validate DIR
 //	toolshed eval --tools TOOLS.jsonl --queries QUERIES.jsonl [--json] [--baseline]
+//	toolshed call [--plugins DIR] [--json] TOOL 'JSON-ARGS'
+//	toolshed plugins pin MANIFEST.json
 //	toolshed version
 package main
 
@@ -41,6 +43,8 @@ Usage:
   toolshed plugins list [--plugins DIR] [--json]
   toolshed plugins validate DIR
   toolshed eval --tools TOOLS.jsonl --queries QUERIES.jsonl [--json] [--baseline]
+  toolshed call [--plugins DIR] [--json] TOOL 'JSON-ARGS'
+  toolshed plugins pin MANIFEST.json
   toolshed version
 
 The plugin directory defaults to $TOOLSHED_PLUGINS, else ./plugin-manifests.
@@ -60,6 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdPlugins(args[1:], stdout, stderr)
 	case "eval":
 		err = cmdEval(args[1:], stdout, stderr)
+	case "call":
+		err = cmdCall(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "toolshed", version)
 	case "help", "-h", "--help":

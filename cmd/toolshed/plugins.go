@@ -1,18 +1,24 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/manifest"
 )
 
 func cmdPlugins(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: toolshed plugins list [--plugins DIR] [--json]\n       toolshed plugins validate DIR")
+		fmt.Fprintln(stderr, "usage: toolshed plugins list [--plugins DIR] [--json]\n       toolshed plugins validate DIR\n       toolshed plugins pin MANIFEST.json...")
 		return errUsage
 	}
 	switch args[0] {
@@ -20,8 +26,10 @@ func cmdPlugins(args []string, stdout, stderr io.Writer) error {
 		return pluginsList(args[1:], stdout, stderr)
 	case "validate":
 		return pluginsValidate(args[1:], stdout, stderr)
+	case "pin":
+		return pluginsPin(args[1:], stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "toolshed plugins: unknown command %q (want list or validate)\n", args[0])
+		fmt.Fprintf(stderr, "toolshed plugins: unknown command %q (want list, validate or pin)\n", args[0])
 		return errUsage
 	}
 }
@@ -126,5 +134,53 @@ func pluginsValidate(args []string, stdout, stderr io.Writer) error {
 		return &exitError{code: 1, msg: "no manifest (*.json) in " + pos[0]}
 	}
 	fmt.Fprintf(stdout, "%d manifests, %d tools: all valid\n", len(snap.Plugins), len(snap.Tools))
+	return nil
+}
+
+var sha256Field = regexp.MustCompile(`("sha256"\s*:\s*")([0-9a-fA-F]*)(")`)
+
+// pluginsPin writes the sha256 of each manifest's module into the manifest,
+// keeping the rest of the file as it is. Run it after building a module.
+func pluginsPin(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("plugins pin", stderr)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		fmt.Fprintln(stderr, "usage: toolshed plugins pin MANIFEST.json...")
+		return errUsage
+	}
+	for _, path := range pos {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var m struct {
+			Wasm string `json:"wasm"`
+		}
+		if err := json.Unmarshal(data, &m); err != nil || m.Wasm == "" {
+			return fmt.Errorf("%s: no \"wasm\" field to pin (is it a manifest?)", path)
+		}
+		module, err := os.ReadFile(filepath.Join(filepath.Dir(path), filepath.FromSlash(m.Wasm)))
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		sum := sha256.Sum256(module)
+		hexSum := hex.EncodeToString(sum[:])
+		if len(sha256Field.FindAllIndex(data, -1)) != 1 {
+			return fmt.Errorf("%s: want exactly one \"sha256\" field", path)
+		}
+		out := sha256Field.ReplaceAll(data, []byte("${1}"+hexSum+"${3}"))
+		if _, err := manifest.Decode(out); err != nil {
+			return fmt.Errorf("%s: not pinned, the manifest is invalid:\n%w", path, err)
+		}
+		if string(out) != string(data) {
+			if err := os.WriteFile(path, out, 0o644); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(stdout, "%s: sha256 %s\n", path, hexSum)
+	}
 	return nil
 }

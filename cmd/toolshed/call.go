@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/wasm"
+)
+
+func cmdCall(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("call", stderr)
+	dir := fs.String("plugins", defaultPluginDir(), "plugin directory")
+	cacheDir := fs.String("cache-dir", "", "compilation cache directory (default: the user cache directory; \"off\": none)")
+	asJSON := fs.Bool("json", false, "print the whole ABI result as JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolshed call [--plugins DIR] [--json] TOOL 'JSON-ARGS'")
+		fs.PrintDefaults()
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		fs.Usage()
+		return errUsage
+	}
+	argJSON := "{}"
+	if len(pos) == 2 {
+		argJSON = pos[1]
+	}
+	if !json.Valid([]byte(argJSON)) {
+		return fmt.Errorf("arguments are not valid JSON: %s", argJSON)
+	}
+	snap, err := catalog.Load(*dir, nil)
+	if err != nil {
+		return err
+	}
+	tool, ok := snap.Tool(pos[0])
+	if !ok {
+		for _, e := range snap.Errors {
+			fmt.Fprintf(stderr, "toolshed: skipped %s\n", indent(e.Error()))
+		}
+		return fmt.Errorf("no tool %q in %s (toolshed search finds tools)", pos[0], *dir)
+	}
+	host, err := wasm.New(&wasm.Options{CacheDir: *cacheDir, PoolSize: -1, Logger: newLogger(stderr)})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	defer host.Close(context.Background())
+	sess := host.NewSession()
+	defer sess.Close(context.Background())
+	res, err := sess.Call(ctx, tool, json.RawMessage(argJSON))
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(stdout, res.Content)
+	}
+	if res.IsError {
+		return &exitError{code: 3, msg: "the tool reported an error"}
+	}
+	return nil
+}

@@ -1,0 +1,165 @@
+// Package wasm runs Toolshed plugins: WebAssembly modules (ABI version 1,
+// docs/ABI.md) under wazero, in a deny-by-default sandbox.
+//
+// A Host compiles a plugin lazily, the first time one of its tools is
+// needed, after checking the module's sha256 against its manifest; one
+// compile per module however many sessions ask at once, with an on-disk
+// compilation cache in a host-owned directory. Each plugin gets its own
+// wazero runtime so its memory cap is its own.
+//
+// Plugin state never crosses requests: a Session's first call to a plugin
+// gets a fresh instance (taken from a small pool of pre-instantiated,
+// never-used instances), later calls of the session reuse it, and
+// Session.Close closes it. Calls on one instance are serialised. An
+// instance that trapped, timed out or broke a limit is discarded, never
+// reused.
+//
+// The sandbox grants nothing by default: no filesystem, environment,
+// arguments or sockets; stdout and stderr are captured, bounded and logged
+// with the plugin's name. Capabilities are host functions: the manifest
+// requests, the operator's Grants grant, the plugin gets the intersection.
+//
+// Host, Plugin and Session are safe for concurrent use.
+package wasm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/toolshed/toolshed/host/catalog"
+)
+
+// Options configure a Host. The zero value is usable: default cache
+// directory, a pool of 2, no capabilities granted, default caps.
+type Options struct {
+	// CacheDir holds compiled modules across processes. Empty means the
+	// user cache directory (os.UserCacheDir()/toolshed/wasm); "off" keeps
+	// the cache in memory only. It must not be inside a plugin directory.
+	CacheDir string
+	// PoolSize is how many fresh instances are kept ready per plugin once
+	// it is in use; 0 means 2, negative means none.
+	PoolSize int
+	// Caps bound what any manifest may ask for.
+	Caps Caps
+	// Grants are the operator's grants, by plugin name. A plugin absent
+	// here is granted nothing.
+	Grants map[string]Grants
+	// SQL runs the "sql" capability; nil refuses it.
+	SQL SQLRunner
+	// Logger receives plugin output, capability logs and load decisions;
+	// nil discards them.
+	Logger *slog.Logger
+}
+
+// Caps are the operator's upper bounds on manifest limits; zero means the
+// manifest's own maximum.
+type Caps struct {
+	Timeout     time.Duration
+	MaxMemoryMB int
+	MaxOutputKB int
+}
+
+// Host runs plugins. It is safe for concurrent use.
+type Host struct {
+	opts   Options
+	log    *slog.Logger
+	cache  wazero.CompilationCache
+	mu     sync.Mutex
+	byKey  map[string]*Plugin
+	closed bool
+	bg     sync.WaitGroup // background pool refills
+}
+
+// New returns a Host.
+func New(opts *Options) (*Host, error) {
+	h := &Host{byKey: map[string]*Plugin{}}
+	if opts != nil {
+		h.opts = *opts
+	}
+	if h.opts.PoolSize == 0 {
+		h.opts.PoolSize = 2
+	}
+	h.log = h.opts.Logger
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	switch dir := h.opts.CacheDir; dir {
+	case "off":
+		h.cache = wazero.NewCompilationCache()
+	default:
+		if dir == "" {
+			base, err := os.UserCacheDir()
+			if err != nil {
+				base = os.TempDir()
+			}
+			dir = filepath.Join(base, "toolshed", "wasm")
+		}
+		c, err := wazero.NewCompilationCacheWithDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("wasm: compilation cache %s: %w", dir, err)
+		}
+		h.opts.CacheDir = dir
+		h.cache = c
+	}
+	return h, nil
+}
+
+// CacheDir reports the compilation cache directory ("off" when in memory).
+func (h *Host) CacheDir() string { return h.opts.CacheDir }
+
+// Plugin returns the host's handle of a catalog plugin, creating it (not
+// compiling it) on first use. Handles are keyed by manifest file and module
+// hash, so a plugin updated on disk gets a new handle.
+func (h *Host) Plugin(p *catalog.Plugin) (*Plugin, error) {
+	key := p.ManifestPath + "\x00" + p.Manifest.SHA256 + "\x00" + p.Manifest.Version
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, errors.New("wasm: host is closed")
+	}
+	if pl, ok := h.byKey[key]; ok {
+		return pl, nil
+	}
+	pl, err := newPlugin(h, p)
+	if err != nil {
+		return nil, err
+	}
+	h.byKey[key] = pl
+	return pl, nil
+}
+
+// Close closes every plugin and instance. Sessions still open fail their
+// next call.
+func (h *Host) Close(ctx context.Context) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	plugins := make([]*Plugin, 0, len(h.byKey))
+	for _, p := range h.byKey {
+		plugins = append(plugins, p)
+	}
+	h.mu.Unlock()
+	var errs []error
+	for _, p := range plugins {
+		p.mu.Lock()
+		p.closed = true // stops refills
+		p.mu.Unlock()
+	}
+	h.bg.Wait()
+	for _, p := range plugins {
+		errs = append(errs, p.close(ctx))
+	}
+	errs = append(errs, h.cache.Close(ctx))
+	return errors.Join(errs...)
+}

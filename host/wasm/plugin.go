@@ -1,0 +1,450 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/manifest"
+	"github.com/toolshed/toolshed/sdk/abi"
+)
+
+// Plugin is a plugin as the host runs it: its effective limits and
+// capabilities, its compiled module and its pool of fresh instances. It is
+// safe for concurrent use.
+type Plugin struct {
+	host    *Host
+	cat     *catalog.Plugin
+	name    string
+	timeout time.Duration
+	pages   uint32
+	output  uint32
+	caps    effective
+
+	compileMu  sync.Mutex // held while compiling: one compile at a time
+	runtime    wazero.Runtime
+	module     wazero.CompiledModule
+	compileErr error
+	failedAt   time.Time
+	compileDur time.Duration
+
+	mu       sync.Mutex
+	pool     []*instance
+	filling  bool
+	byModule map[api.Module]*instance
+	closed   bool
+
+	schemaMu sync.Mutex
+	schemas  map[string]*jsonschema.Schema
+}
+
+// retryAfter is how long a failed compile is remembered before the next
+// call tries again (the operator may be fixing the file).
+const retryAfter = time.Second
+
+func newPlugin(h *Host, p *catalog.Plugin) (*Plugin, error) {
+	m := p.Manifest
+	pl := &Plugin{host: h, cat: p, name: m.Name, byModule: map[api.Module]*instance{}, schemas: map[string]*jsonschema.Schema{}}
+	pl.timeout = m.Limits.Timeout()
+	if c := h.opts.Caps.Timeout; c > 0 && pl.timeout > c {
+		pl.timeout = c
+	}
+	mem := m.Limits.MemoryBytes()
+	if c := h.opts.Caps.MaxMemoryMB; c > 0 && mem > int64(c)<<20 {
+		mem = int64(c) << 20
+	}
+	pl.pages = uint32(mem >> 16)
+	out := m.Limits.OutputBytes()
+	if c := h.opts.Caps.MaxOutputKB; c > 0 && out > int64(c)<<10 {
+		out = int64(c) << 10
+	}
+	pl.output = uint32(out)
+	pl.caps = intersect(m, h.opts.Grants[m.Name])
+	h.log.Info("plugin loaded", "plugin", m.Name, "version", m.Version,
+		"granted", pl.caps.describe(), "denied", denied(m, pl.caps),
+		"timeout", pl.timeout, "max_memory_mb", mem>>20, "max_output_kb", out>>10)
+	return pl, nil
+}
+
+// Name returns the plugin's name.
+func (p *Plugin) Name() string { return p.name }
+
+// CompileTime reports how long the last successful compile took (zero
+// before, and small when it came from the cache).
+func (p *Plugin) CompileTime() time.Duration {
+	p.compileMu.Lock()
+	defer p.compileMu.Unlock()
+	return p.compileDur
+}
+
+// Compile reads, checks and compiles the module if that is not done yet.
+// Concurrent callers wait for the one compile.
+func (p *Plugin) Compile(ctx context.Context) error {
+	p.compileMu.Lock()
+	defer p.compileMu.Unlock()
+	if p.module != nil {
+		return nil
+	}
+	if p.compileErr != nil && time.Since(p.failedAt) < retryAfter {
+		return p.compileErr
+	}
+	err := p.compile(ctx)
+	if err != nil {
+		p.compileErr, p.failedAt = err, time.Now()
+		p.host.log.Warn("plugin failed to compile", "plugin", p.name, "error", err)
+	}
+	return err
+}
+
+func (p *Plugin) compile(ctx context.Context) error {
+	start := time.Now()
+	code, err := p.cat.ReadModule() // checks the sha256
+	if err != nil {
+		return err
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(p.pages).
+		WithCompilationCache(p.host.cache))
+	fail := func(err error) error {
+		rt.Close(ctx)
+		return fmt.Errorf("plugin %q: %w", p.name, err)
+	}
+	cm, err := rt.CompileModule(ctx, code)
+	if err != nil {
+		return fail(fmt.Errorf("module %s is not valid WebAssembly: %w", p.cat.ModulePath, err))
+	}
+	if err := checkModule(cm); err != nil {
+		return fail(err)
+	}
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		return fail(err)
+	}
+	if err := p.instantiateHostModule(ctx, rt); err != nil {
+		return fail(err)
+	}
+	p.runtime, p.module, p.compileErr = rt, cm, nil
+	p.compileDur = time.Since(start)
+	p.host.log.Info("plugin compiled", "plugin", p.name, "took", p.compileDur)
+	return nil
+}
+
+// checkModule refuses modules that cannot be ABI v1 plugins before any of
+// their code runs.
+func checkModule(cm wazero.CompiledModule) error {
+	exports := cm.ExportedFunctions()
+	if _, ok := exports["_start"]; ok {
+		return errors.New("module is a command (it exports _start); build it as a reactor: -buildmode=c-shared")
+	}
+	want := map[string][2]int{ // name → params, results
+		abi.ExportVersion: {0, 1},
+		abi.ExportAlloc:   {1, 1},
+		abi.ExportCall:    {2, 1},
+	}
+	for name, shape := range want {
+		f, ok := exports[name]
+		if !ok {
+			return fmt.Errorf("module does not export %s: it is not a Toolshed ABI v%d plugin", name, abi.Version)
+		}
+		if len(f.ParamTypes()) != shape[0] || len(f.ResultTypes()) != shape[1] {
+			return fmt.Errorf("export %s has the wrong signature", name)
+		}
+	}
+	if len(cm.ExportedMemories()) == 0 {
+		return errors.New("module exports no memory")
+	}
+	for _, f := range cm.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		if mod != wasi_snapshot_preview1.ModuleName && mod != abi.HostModule {
+			return fmt.Errorf("module imports %s.%s, which this host does not provide", mod, name)
+		}
+	}
+	return nil
+}
+
+// instance is one instantiation of a plugin's module.
+type instance struct {
+	plugin *Plugin
+	mod    api.Module
+	alloc  api.Function
+	call   api.Function
+	stdout *lineLog
+	stderr *lineLog
+
+	mu    sync.Mutex // serialises calls
+	dead  bool
+	reply []byte // pending host_call reply
+}
+
+func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
+	if err := p.Compile(ctx); err != nil {
+		return nil, err
+	}
+	in := &instance{plugin: p,
+		stdout: newLineLog(p.host.log, p.name, "stdout"),
+		stderr: newLineLog(p.host.log, p.name, "stderr")}
+	cfg := wazero.NewModuleConfig().
+		WithName(""). // anonymous: many instances per runtime
+		WithStartFunctions(abi.ExportInitialize).
+		WithStdout(in.stdout).
+		WithStderr(in.stderr).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithSysNanosleep().
+		WithRandSource(rand.Reader)
+	// Instantiation runs the plugin's initialiser; it gets the call timeout.
+	ictx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	mod, err := p.runtime.InstantiateModule(ictx, p.module, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, describe(ictx, err))
+	}
+	in.mod = mod
+	in.alloc = mod.ExportedFunction(abi.ExportAlloc)
+	in.call = mod.ExportedFunction(abi.ExportCall)
+	v, err := mod.ExportedFunction(abi.ExportVersion).Call(ictx)
+	if err != nil {
+		mod.Close(ctx)
+		return nil, fmt.Errorf("plugin %q: %s: %w", p.name, abi.ExportVersion, describe(ictx, err))
+	}
+	if v[0] != abi.Version {
+		mod.Close(ctx)
+		return nil, fmt.Errorf("plugin %q: module speaks ABI version %d; this host speaks %d", p.name, uint32(v[0]), abi.Version)
+	}
+	p.mu.Lock()
+	p.byModule[mod] = in
+	p.mu.Unlock()
+	return in, nil
+}
+
+// take returns a fresh instance: from the pool when one is ready, else a
+// new one; either way the pool is topped up in the background.
+func (p *Plugin) take(ctx context.Context) (*instance, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, fmt.Errorf("plugin %q: closed", p.name)
+	}
+	var in *instance
+	if n := len(p.pool); n > 0 {
+		in, p.pool = p.pool[n-1], p.pool[:n-1]
+	}
+	p.mu.Unlock()
+	if in == nil {
+		var err error
+		if in, err = p.instantiate(ctx); err != nil {
+			return nil, err
+		}
+	}
+	p.refill()
+	return in, nil
+}
+
+// Warm compiles the plugin and fills its pool, for a tool just discovered.
+func (p *Plugin) Warm(ctx context.Context) error {
+	if err := p.Compile(ctx); err != nil {
+		return err
+	}
+	p.refill()
+	return nil
+}
+
+// refill tops the pool up to PoolSize in the background, one goroutine at
+// a time per plugin.
+func (p *Plugin) refill() {
+	size := p.host.opts.PoolSize
+	p.mu.Lock()
+	if size <= 0 || p.filling || p.closed || len(p.pool) >= size {
+		p.mu.Unlock()
+		return
+	}
+	p.filling = true
+	p.host.bg.Add(1)
+	p.mu.Unlock()
+	go func() {
+		defer p.host.bg.Done()
+		for {
+			in, err := p.instantiate(context.Background())
+			p.mu.Lock()
+			if err != nil || p.closed || len(p.pool) >= size {
+				p.filling = false
+				p.mu.Unlock()
+				if in != nil {
+					in.close(context.Background())
+				}
+				return
+			}
+			p.pool = append(p.pool, in)
+			p.mu.Unlock()
+		}
+	}()
+}
+
+func (p *Plugin) close(ctx context.Context) error {
+	p.mu.Lock()
+	p.closed = true
+	pool := p.pool
+	p.pool = nil
+	p.mu.Unlock()
+	for _, in := range pool {
+		in.close(ctx)
+	}
+	p.compileMu.Lock()
+	defer p.compileMu.Unlock()
+	if p.runtime != nil {
+		return p.runtime.Close(ctx)
+	}
+	return nil
+}
+
+func (in *instance) close(ctx context.Context) {
+	in.mu.Lock()
+	in.dead = true
+	in.mu.Unlock()
+	in.mod.Close(ctx)
+	in.stdout.Flush()
+	in.stderr.Flush()
+	p := in.plugin
+	p.mu.Lock()
+	delete(p.byModule, in.mod)
+	p.mu.Unlock()
+}
+
+// CallError is a plugin call that failed in the plugin: it trapped, timed
+// out, broke a limit or returned garbage. The instance is discarded.
+type CallError struct {
+	Plugin, Tool string
+	Err          error
+}
+
+func (e *CallError) Error() string {
+	return fmt.Sprintf("plugin %q: tool %q: %v", e.Plugin, e.Tool, e.Err)
+}
+
+func (e *CallError) Unwrap() error { return e.Err }
+
+// ErrDiscarded is returned for a call on an instance already discarded.
+var ErrDiscarded = errors.New("instance was discarded after a failure")
+
+// invoke runs one call. Any failure in the plugin kills the instance.
+func (in *instance) invoke(ctx context.Context, tool string, args json.RawMessage) (abi.Result, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	p := in.plugin
+	fail := func(err error) (abi.Result, error) {
+		in.dead = true
+		in.mod.Close(context.Background())
+		in.stdout.Flush()
+		in.stderr.Flush()
+		return abi.Result{}, &CallError{Plugin: p.name, Tool: tool, Err: err}
+	}
+	if in.dead || in.mod.IsClosed() {
+		return abi.Result{}, &CallError{Plugin: p.name, Tool: tool, Err: ErrDiscarded}
+	}
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	req, err := json.Marshal(abi.Request{Tool: tool, Arguments: args})
+	if err != nil {
+		return abi.Result{}, fmt.Errorf("plugin %q: tool %q: encode request: %w", p.name, tool, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	mem := in.mod.Memory()
+	r, err := in.alloc.Call(ctx, uint64(len(req)))
+	if err != nil {
+		return fail(fmt.Errorf("%s: %w", abi.ExportAlloc, describe(ctx, err)))
+	}
+	ptr := uint32(r[0])
+	if !mem.Write(ptr, req) {
+		return fail(fmt.Errorf("%s returned %#x: %d bytes there are outside the module's memory (%d bytes)", abi.ExportAlloc, ptr, len(req), mem.Size()))
+	}
+	r, err = in.call.Call(ctx, uint64(ptr), uint64(len(req)))
+	in.stdout.Flush()
+	in.stderr.Flush()
+	if err != nil {
+		return fail(describe(ctx, err))
+	}
+	rptr, rlen := abi.Unpack(r[0])
+	if rlen > p.output {
+		return fail(fmt.Errorf("result of %d bytes exceeds the plugin's limit of %d", rlen, p.output))
+	}
+	if uint64(rptr)+uint64(rlen) > uint64(mem.Size()) {
+		return fail(fmt.Errorf("result pointer %#x+%d is outside the module's memory (%d bytes)", rptr, rlen, mem.Size()))
+	}
+	raw, _ := mem.Read(rptr, rlen)
+	var res abi.Result
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&res); err != nil {
+		return fail(fmt.Errorf("result is not a valid ABI result: %v", err))
+	}
+	if dec.More() {
+		return fail(errors.New("result is not a valid ABI result: data after the JSON object"))
+	}
+	// Copy out of guest memory: the slice dies with the next call.
+	res.Content = string([]byte(res.Content))
+	res.Structured = append(json.RawMessage(nil), res.Structured...)
+	if len(res.Structured) == 0 {
+		res.Structured = nil
+	}
+	return res, nil
+}
+
+// describe turns a wazero error into what went wrong, in words.
+func describe(ctx context.Context, err error) error {
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		switch exit.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded:
+			return fmt.Errorf("timed out (%w)", context.DeadlineExceeded)
+		case sys.ExitCodeContextCanceled:
+			return fmt.Errorf("canceled (%w)", context.Canceled)
+		}
+		return fmt.Errorf("the plugin exited with code %d", exit.ExitCode())
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %v", ctx.Err(), err)
+	}
+	return fmt.Errorf("trapped: %w", err)
+}
+
+// validate checks a call's arguments against the tool's JSON Schema; the
+// error, if any, is for the model.
+func (p *Plugin) validate(spec manifest.Tool, args json.RawMessage) error {
+	p.schemaMu.Lock()
+	sch, ok := p.schemas[spec.Name]
+	if !ok {
+		var err error
+		sch, err = manifest.CompileSchema(spec.Parameters)
+		if err != nil {
+			p.schemaMu.Unlock()
+			return fmt.Errorf("the tool's parameter schema does not compile: %v", err)
+		}
+		p.schemas[spec.Name] = sch
+	}
+	p.schemaMu.Unlock()
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return fmt.Errorf("arguments are not valid JSON: %v", err)
+	}
+	if err := sch.Validate(v); err != nil {
+		return fmt.Errorf("arguments do not match the tool's schema: %v", err)
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+package wasm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/sdk/abi"
+)
+
+// Session is one request's view of the plugins: its first call to a plugin
+// gets a fresh instance, later calls reuse it, Close closes them all.
+// Plugin state never crosses sessions. A Session is safe for concurrent
+// use; calls to the same plugin are serialised.
+type Session struct {
+	host   *Host
+	mu     sync.Mutex
+	insts  map[*Plugin]*instance
+	closed bool
+}
+
+// NewSession starts a session.
+func (h *Host) NewSession() *Session {
+	return &Session{host: h, insts: map[*Plugin]*instance{}}
+}
+
+// Call runs a deferred tool. Arguments that do not match the tool's schema
+// come back as a tool error (Result.IsError) without any plugin code
+// running. A failure in the plugin (trap, timeout, limit, bad result) is a
+// *CallError and the instance is discarded; the next call gets a fresh one.
+func (s *Session) Call(ctx context.Context, tool *catalog.Tool, args json.RawMessage) (abi.Result, error) {
+	p, err := s.host.Plugin(tool.Plugin)
+	if err != nil {
+		return abi.Result{}, err
+	}
+	if err := p.validate(tool.Spec, args); err != nil {
+		return abi.Result{Content: oneLine(err.Error()), IsError: true}, nil
+	}
+	in, err := s.instance(ctx, p)
+	if err != nil {
+		return abi.Result{}, err
+	}
+	res, err := in.invoke(ctx, tool.Name(), args)
+	if err != nil {
+		s.mu.Lock()
+		if s.insts[p] == in {
+			delete(s.insts, p)
+		}
+		s.mu.Unlock()
+		if errors.Is(err, ErrDiscarded) {
+			// Another call of this session killed it; that call reported why.
+			return abi.Result{}, err
+		}
+		in.close(context.Background())
+	}
+	return res, err
+}
+
+// Prepare compiles a plugin and readies this session's instance of it in
+// the background, so that the first call does not wait. Errors surface on
+// that call.
+func (s *Session) Prepare(p *catalog.Plugin) {
+	pl, err := s.host.Plugin(p)
+	if err != nil {
+		return
+	}
+	go func() {
+		if _, err := s.instance(context.Background(), pl); err != nil {
+			s.host.log.Debug("prepare failed", "plugin", pl.name, "error", err)
+		}
+	}()
+}
+
+func (s *Session) instance(ctx context.Context, p *Plugin) (*instance, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errors.New("wasm: session is closed")
+	}
+	if in, ok := s.insts[p]; ok {
+		s.mu.Unlock()
+		return in, nil
+	}
+	s.mu.Unlock()
+	in, err := p.take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		in.close(context.Background())
+		return nil, errors.New("wasm: session is closed")
+	}
+	if other, ok := s.insts[p]; ok { // a concurrent first call won
+		in.close(context.Background())
+		return other, nil
+	}
+	s.insts[p] = in
+	return in, nil
+}
+
+// Close closes the session's instances. It is safe to call more than once.
+func (s *Session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	insts := s.insts
+	s.insts, s.closed = nil, true
+	s.mu.Unlock()
+	for _, in := range insts {
+		in.close(ctx)
+	}
+	return nil
+}
+
+// Instances reports how many live instances the session holds.
+func (s *Session) Instances() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.insts)
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+}
+
+var _ = fmt.Sprintf

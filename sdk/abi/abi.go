@@ -1,0 +1,150 @@
+// Package abi holds the wire format between the Toolshed host and plugins:
+// ABI version 1, documented in docs/ABI.md. It is a leaf package (standard
+// library only) shared by the host and the plugin SDK, so both sides read
+// and write the same types.
+//
+// The values are plain data; none is safe for concurrent mutation.
+package abi
+
+import "encoding/json"
+
+// Version is the ABI version this package describes.
+const Version = 1
+
+// Exports a plugin module provides (besides memory and WASI's _initialize).
+const (
+	// ExportVersion: () -> i32, the ABI version the module speaks.
+	ExportVersion = "toolshed_abi_version"
+	// ExportAlloc: (size i32) -> i32, a pointer to size writable bytes the
+	// host fills with a request. The buffer stays valid until the next
+	// ExportCall returns.
+	ExportAlloc = "toolshed_alloc"
+	// ExportCall: (ptr i32, len i32) -> i64, runs the request at ptr/len
+	// and returns the result's pointer (high 32 bits) and length (low 32
+	// bits). The result stays valid until the next call into the module.
+	ExportCall = "toolshed_call"
+	// ExportInitialize is the reactor's initialiser; a plugin has no _start.
+	ExportInitialize = "_initialize"
+)
+
+// Host functions, in import module HostModule.
+const (
+	HostModule = "toolshed"
+	// HostCall: (op_ptr, op_len, req_ptr, req_len i32) -> i32. Performs a
+	// capability operation; returns the length of the reply (a Reply in
+	// JSON) that HostResult then copies out, or -1 if the op or request
+	// could not be read.
+	HostCall = "host_call"
+	// HostResult: (buf_ptr, buf_len i32) -> i32. Copies the pending reply
+	// into the buffer and returns its length, or -1 when there is no
+	// pending reply or the buffer is too small (nothing is copied then).
+	HostResult = "host_result"
+)
+
+// Request is what the host sends to ExportCall.
+type Request struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Result is what ExportCall returns: text for the model, optional
+// structured JSON, and whether it is a tool error (which the model reads
+// and can recover from).
+type Result struct {
+	Content    string          `json:"content"`
+	Structured json.RawMessage `json:"structured,omitempty"`
+	IsError    bool            `json:"is_error,omitempty"`
+}
+
+// Pack joins a pointer and a length into ExportCall's i64 result.
+func Pack(ptr, length uint32) uint64 { return uint64(ptr)<<32 | uint64(length) }
+
+// Unpack splits ExportCall's i64 result.
+func Unpack(v uint64) (ptr, length uint32) { return uint32(v >> 32), uint32(v) }
+
+// Capability operations (the op of HostCall) and their requests and replies.
+const (
+	OpLog       = "log"        // LogRequest → nothing
+	OpConfigGet = "config.get" // ConfigRequest → ConfigReply
+	OpFSRead    = "fs.read"    // FSRequest → FSReadReply
+	OpFSList    = "fs.list"    // FSRequest → FSListReply
+	OpHTTP      = "http.fetch" // HTTPRequest → HTTPReply
+	OpSQL       = "sql.query"  // SQLRequest → SQLReply
+)
+
+// Reply is HostCall's answer: OK holds the op's reply, or Error says why
+// it failed (for instance, that the capability was not granted).
+type Reply struct {
+	OK    json.RawMessage `json:"ok,omitempty"`
+	Error string          `json:"error,omitempty"`
+}
+
+// LogRequest writes a line to the host log, tagged with the plugin.
+type LogRequest struct {
+	Level   string `json:"level"` // debug, info, warn, error
+	Message string `json:"message"`
+}
+
+// ConfigRequest reads an operator configuration value.
+type ConfigRequest struct {
+	Key string `json:"key"`
+}
+
+// ConfigReply is the value.
+type ConfigReply struct {
+	Value string `json:"value"`
+}
+
+// FSRequest names a file or directory in an operator-named read-only mount.
+type FSRequest struct {
+	Mount string `json:"mount"`
+	Path  string `json:"path"` // slash-separated, relative to the mount
+}
+
+// FSReadReply is a file's content (base64 in JSON).
+type FSReadReply struct {
+	Data []byte `json:"data"`
+}
+
+// FSListReply lists a directory, sorted by name.
+type FSListReply struct {
+	Entries []DirEntry `json:"entries"`
+}
+
+// DirEntry is one directory entry.
+type DirEntry struct {
+	Name string `json:"name"`
+	Dir  bool   `json:"dir,omitempty"`
+	Size int64  `json:"size"`
+}
+
+// HTTPRequest is an outbound request, checked against the operator's
+// allowlist (and re-checked on every redirect).
+type HTTPRequest struct {
+	Method  string            `json:"method"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    []byte            `json:"body,omitempty"`
+}
+
+// HTTPReply is the response; Truncated says the body hit the size cap.
+type HTTPReply struct {
+	Status    int               `json:"status"`
+	Headers   map[string]string `json:"headers,omitempty"`
+	Body      []byte            `json:"body"`
+	Truncated bool              `json:"truncated,omitempty"`
+}
+
+// SQLRequest is one read-only statement with its parameters.
+type SQLRequest struct {
+	SQL     string `json:"sql"`
+	Params  []any  `json:"params,omitempty"`
+	MaxRows int    `json:"max_rows,omitempty"`
+}
+
+// SQLReply holds the rows; Truncated says a row or byte cap was hit.
+type SQLReply struct {
+	Columns   []string `json:"columns"`
+	Rows      [][]any  `json:"rows"`
+	Truncated bool     `json:"truncated,omitempty"`
+}

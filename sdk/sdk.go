@@ -1,0 +1,238 @@
+// Package sdk is the Go SDK for Toolshed plugins: WebAssembly modules built
+// with the standard toolchain,
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o NAME.wasm .
+//
+// A plugin registers typed handlers in init and has an empty main:
+//
+//	type args struct {
+//		Text string `json:"text"`
+//	}
+//
+//	func init() {
+//		sdk.Handle("countWords", func(a args) (sdk.Result, error) {
+//			return sdk.Text("%d words", len(strings.Fields(a.Text))), nil
+//		})
+//	}
+//
+//	func main() {}
+//
+// Arguments arrive as JSON already checked against the tool's schema and
+// are decoded into the handler's argument type. A handler's error becomes
+// a tool error the model reads ("is_error"), not a crash. Capability
+// helpers (Log, Config, ReadFile, ReadDir, Fetch, Query) reach the host;
+// each returns a clear error when the operator did not grant it.
+//
+// The SDK implements ABI version 1 (docs/ABI.md); it does not import
+// wazero. A plugin runs one call at a time: nothing here is meant for
+// concurrent use. Use package sdk/plugintest to run a plugin under the real
+// host in go test.
+package sdk
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/toolshed/toolshed/sdk/abi"
+)
+
+// Result is what a handler returns.
+type Result struct {
+	// Content is the text the model reads.
+	Content string
+	// Structured, when not nil, is also returned as JSON.
+	Structured any
+	// IsError marks a tool error the model can act on.
+	IsError bool
+}
+
+// Text returns a result whose content is the formatted text.
+func Text(format string, args ...any) Result {
+	return Result{Content: fmt.Sprintf(format, args...)}
+}
+
+// JSON returns a result whose content is v in compact JSON and whose
+// structured part is v.
+func JSON(v any) Result {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return Errorf("cannot encode result: %v", err)
+	}
+	return Result{Content: string(b), Structured: v}
+}
+
+// Errorf returns a tool error: text the model reads to correct itself.
+func Errorf(format string, args ...any) Result {
+	return Result{Content: fmt.Sprintf(format, args...), IsError: true}
+}
+
+type handler func(raw json.RawMessage) (Result, error)
+
+var (
+	mu       sync.Mutex
+	handlers = map[string]handler{}
+)
+
+// Handle registers the handler of a tool. A is the arguments' type, decoded
+// from the call's JSON. It panics if the name is registered twice (a
+// programming error found at start).
+func Handle[A any](tool string, fn func(args A) (Result, error)) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := handlers[tool]; dup {
+		panic(fmt.Sprintf("sdk: tool %q registered twice", tool))
+	}
+	handlers[tool] = func(raw json.RawMessage) (Result, error) {
+		var args A
+		if len(bytes.TrimSpace(raw)) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+			if err := json.Unmarshal(raw, &args); err != nil {
+				return Errorf("invalid arguments for %s: %v", tool, err), nil
+			}
+		}
+		return fn(args)
+	}
+}
+
+// Tools lists the registered tools, sorted.
+func Tools() []string {
+	mu.Lock()
+	defer mu.Unlock()
+	out := make([]string, 0, len(handlers))
+	for name := range handlers {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Dispatch runs one ABI request and returns the ABI result (JSON). The
+// exported call function is a thin wrapper around it; tests may use it
+// directly. A panicking handler becomes a tool error.
+func Dispatch(request []byte) []byte {
+	var req abi.Request
+	if err := json.Unmarshal(request, &req); err != nil {
+		return encode(Errorf("plugin: malformed request: %v", err))
+	}
+	mu.Lock()
+	h, ok := handlers[req.Tool]
+	mu.Unlock()
+	if !ok {
+		return encode(Errorf("plugin has no tool %q (it has: %v)", req.Tool, Tools()))
+	}
+	res, err := run(h, req.Arguments)
+	if err != nil {
+		res = Result{Content: err.Error(), IsError: true}
+	}
+	return encode(res)
+}
+
+func run(h handler, args json.RawMessage) (res Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = Errorf("plugin panicked: %v", p), nil
+		}
+	}()
+	return h(args)
+}
+
+func encode(r Result) []byte {
+	out := abi.Result{Content: r.Content, IsError: r.IsError}
+	if r.Structured != nil {
+		b, err := json.Marshal(r.Structured)
+		if err != nil {
+			out = abi.Result{Content: fmt.Sprintf("cannot encode structured result: %v", err), IsError: true}
+		} else {
+			out.Structured = b
+		}
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
+// ErrNotHosted is returned by capability helpers outside a Toolshed host
+// (for instance in a plain go test of the handler functions).
+var ErrNotHosted = errors.New("sdk: not running under a Toolshed host")
+
+// call performs a capability operation: req is encoded, the reply's OK part
+// decoded into reply (which may be nil).
+func call(op string, req, reply any) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	raw, err := hostCall(op, b)
+	if err != nil {
+		return err
+	}
+	var r abi.Reply
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fmt.Errorf("%s: malformed reply from host: %w", op, err)
+	}
+	if r.Error != "" {
+		return errors.New(r.Error)
+	}
+	if reply != nil && len(r.OK) > 0 {
+		if err := json.Unmarshal(r.OK, reply); err != nil {
+			return fmt.Errorf("%s: malformed reply from host: %w", op, err)
+		}
+	}
+	return nil
+}
+
+// Log writes a line to the host log, tagged with this plugin. Level is
+// debug, info, warn or error. It needs the "log" capability; without it
+// the line is dropped and the error says so.
+func Log(level, format string, args ...any) error {
+	return call(abi.OpLog, abi.LogRequest{Level: level, Message: fmt.Sprintf(format, args...)}, nil)
+}
+
+// Config returns an operator configuration value the plugin requested in
+// its manifest ("config" capability).
+func Config(key string) (string, error) {
+	var r abi.ConfigReply
+	err := call(abi.OpConfigGet, abi.ConfigRequest{Key: key}, &r)
+	return r.Value, err
+}
+
+// ReadFile reads a file from an operator-named read-only mount ("mounts"
+// capability). The path is slash-separated and relative to the mount.
+func ReadFile(mount, path string) ([]byte, error) {
+	var r abi.FSReadReply
+	err := call(abi.OpFSRead, abi.FSRequest{Mount: mount, Path: path}, &r)
+	return r.Data, err
+}
+
+// ReadDir lists a directory of a mount, sorted by name.
+func ReadDir(mount, path string) ([]abi.DirEntry, error) {
+	var r abi.FSListReply
+	err := call(abi.OpFSList, abi.FSRequest{Mount: mount, Path: path}, &r)
+	return r.Entries, err
+}
+
+// Fetch makes an outbound HTTP request ("http" capability): only to origins
+// the operator allows, with the response body capped.
+func Fetch(req abi.HTTPRequest) (*abi.HTTPReply, error) {
+	var r abi.HTTPReply
+	if err := call(abi.OpHTTP, req, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Query runs one read-only SQL statement through the host ("sql"
+// capability); the plugin never holds a connection or credentials.
+func Query(sql string, params ...any) (*abi.SQLReply, error) {
+	var r abi.SQLReply
+	if err := call(abi.OpSQL, abi.SQLRequest{SQL: sql, Params: params}, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+func errHostRejected(op string) error {
+	return fmt.Errorf("%s: the host rejected the call", op)
+}
