@@ -5,7 +5,7 @@ PLUGINS   := $(wildcard plugins/*/main.go)
 WASM      := $(patsubst plugins/%/main.go,plugin-manifests/%.wasm,$(PLUGINS))
 EVAL      ?= ../shared/eval
 # Packages with concurrent code run under the race detector.
-RACE_PKGS := ./search/... ./host/...
+RACE_PKGS := ./search/... ./host/... ./sdk/...
 
 .PHONY: all build plugins test vet race bench eval fuzz clean run
 
@@ -14,11 +14,13 @@ all: build plugins
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/toolshed
 
-# Each plugins/NAME/main.go is compiled to plugin-manifests/NAME.wasm.
-plugins: $(WASM)
+# Each plugins/NAME/main.go is compiled to plugin-manifests/NAME.wasm, and
+# the module's sha256 is pinned into plugin-manifests/NAME.json.
+plugins: build $(WASM)
 
-plugin-manifests/%.wasm: plugins/%/main.go $(wildcard plugins/%/*.go) $(wildcard sdk/*.go)
+plugin-manifests/%.wasm: plugins/%/*.go sdk/*.go sdk/abi/*.go
 	GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildmode=c-shared -o $@ ./plugins/$*
+	@if [ -f plugin-manifests/$*.json ]; then $(BIN) plugins pin plugin-manifests/$*.json; fi
 
 vet:
 	$(GO) vet ./...

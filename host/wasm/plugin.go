@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -344,6 +345,7 @@ func (in *instance) invoke(ctx context.Context, tool string, args json.RawMessag
 	defer in.mu.Unlock()
 	p := in.plugin
 	fail := func(err error) (abi.Result, error) {
+		p.host.log.Warn("plugin call failed; instance discarded", "plugin", p.name, "tool", tool, "error", err)
 		in.dead = true
 		in.mod.Close(context.Background())
 		in.stdout.Flush()
@@ -416,9 +418,17 @@ func describe(ctx context.Context, err error) error {
 		return fmt.Errorf("the plugin exited with code %d", exit.ExitCode())
 	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("%w: %v", ctx.Err(), err)
+		return fmt.Errorf("%w: %s", ctx.Err(), firstLine(err.Error()))
 	}
-	return fmt.Errorf("trapped: %w", err)
+	// wazero appends the wasm stack trace; the first line says what trapped.
+	return fmt.Errorf("trapped: %s", firstLine(err.Error()))
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // validate checks a call's arguments against the tool's JSON Schema; the

@@ -219,4 +219,3 @@ func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(string(bytes.TrimRight(b, "\n")))
 	return len(b), nil
 }
-
