@@ -7,7 +7,7 @@ EVAL      ?= ../shared/eval
 # Packages with concurrent code run under the race detector.
 RACE_PKGS := ./search/... ./host/... ./sdk/...
 
-.PHONY: all build plugins test vet race bench eval fuzz clean run
+.PHONY: all build plugins test vet race bench bench-runtime eval fuzz clean run
 
 all: build plugins
 
@@ -35,8 +35,14 @@ test: build plugins vet
 
 # Benchmarks, then the comparison tables of the evaluation sets.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./search/... ./host/... ./internal/evalrun/
+	$(GO) test -run '^$$' -bench . -benchmem ./search/... ./internal/evalrun/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x ./host/...
 	$(MAKE) eval
+	$(MAKE) bench-runtime
+
+# The plugin runtime's figures, one run, as a table (docs/RUNTIME.md).
+bench-runtime:
+	$(GO) test -count=1 -run '^TestRuntimeReport$$' -v ./host/wasm -args -report
 
 eval: build
 	@for set in seal-tools metatool; do \
@@ -49,6 +55,7 @@ eval: build
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./host/manifest
 	$(GO) test -run '^$$' -fuzz FuzzAnalyzer -fuzztime 30s ./search/internal/text
+	$(GO) test -run '^$$' -fuzz FuzzAppendString -fuzztime 30s ./sdk
 
 clean:
 	rm -rf bin plugin-manifests/*.wasm

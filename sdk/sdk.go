@@ -56,13 +56,13 @@ func Text(format string, args ...any) Result {
 }
 
 // JSON returns a result whose content is v in compact JSON and whose
-// structured part is v.
+// structured part is v (encoded once).
 func JSON(v any) Result {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return Errorf("cannot encode result: %v", err)
 	}
-	return Result{Content: string(b), Structured: v}
+	return Result{Content: string(b), Structured: json.RawMessage(b)}
 }
 
 // Errorf returns a tool error: text the model reads to correct itself.
@@ -139,18 +139,62 @@ func run(h handler, args json.RawMessage) (res Result, err error) {
 	return h(args)
 }
 
+// encode writes the ABI result by hand: every pass over the bytes costs in
+// WebAssembly, so the content is escaped once and structured JSON that is
+// already encoded is copied as it is.
 func encode(r Result) []byte {
-	out := abi.Result{Content: r.Content, IsError: r.IsError}
-	if r.Structured != nil {
-		b, err := json.Marshal(r.Structured)
+	var structured []byte
+	switch v := r.Structured.(type) {
+	case nil:
+	case json.RawMessage:
+		structured = v
+	default:
+		b, err := json.Marshal(v)
 		if err != nil {
-			out = abi.Result{Content: fmt.Sprintf("cannot encode structured result: %v", err), IsError: true}
-		} else {
-			out.Structured = b
+			return encode(Errorf("cannot encode structured result: %v", err))
 		}
+		structured = b
 	}
-	b, _ := json.Marshal(out)
-	return b
+	out := make([]byte, 0, len(r.Content)+len(structured)+48)
+	out = append(out, `{"content":`...)
+	out = appendString(out, r.Content)
+	if len(structured) > 0 {
+		out = append(out, `,"structured":`...)
+		out = append(out, structured...)
+	}
+	if r.IsError {
+		out = append(out, `,"is_error":true`...)
+	}
+	return append(out, '}')
+}
+
+// appendString appends s as a JSON string.
+func appendString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
 // ErrNotHosted is returned by capability helpers outside a Toolshed host

@@ -76,6 +76,10 @@ type Host struct {
 	byKey  map[string]*Plugin
 	closed bool
 	bg     sync.WaitGroup // background pool refills
+
+	// noCloseOnDone turns off WithCloseOnContextDone: for measuring its
+	// cost only (a call could then never be stopped).
+	noCloseOnDone bool
 }
 
 // New returns a Host.

@@ -116,7 +116,7 @@ func (p *Plugin) compile(ctx context.Context) error {
 		return err
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(true).
+		WithCloseOnContextDone(!p.host.noCloseOnDone).
 		WithMemoryLimitPages(p.pages).
 		WithCompilationCache(p.host.cache))
 	fail := func(err error) error {

@@ -20,17 +20,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sync"
 	"testing"
 
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/wasm"
+	"github.com/toolshed/toolshed/internal/wasmbuild"
 	"github.com/toolshed/toolshed/sdk/abi"
 )
 
@@ -62,57 +60,11 @@ type Plugin struct {
 	Snapshot *catalog.Snapshot
 }
 
-var (
-	buildMu sync.Mutex
-	built   = map[string]string{} // package dir → module path, per process
-)
-
 // Build compiles the main package at dir to a WebAssembly module (once per
 // test process) and returns its path.
 func Build(t testing.TB, dir string) string {
 	t.Helper()
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	if out, ok := built[abs]; ok {
-		return out
-	}
-	// One directory per plugin package, reused across runs: no litter.
-	sum := sha256.Sum256([]byte(abs))
-	outDir := filepath.Join(os.TempDir(), "toolshed-plugintest", hex.EncodeToString(sum[:8]))
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(outDir, filepath.Base(abs)+".wasm")
-	tmp := out + fmt.Sprintf(".%d.tmp", os.Getpid()) // concurrent test processes
-	cmd := exec.Command(goTool(), "build", "-trimpath", "-buildmode=c-shared", "-o", tmp, ".")
-	cmd.Dir = abs
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("plugintest: building %s: %v\n%s", dir, err, msg)
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		t.Fatal(err)
-	}
-	built[abs] = out
-	return out
-}
-
-func goTool() string {
-	if root := os.Getenv("GOROOT"); root != "" {
-		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
-			return p
-		}
-	}
-	return "go"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
+	return wasmbuild.Build(t, dir)
 }
 
 var (
