@@ -27,8 +27,8 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/toolshed/toolshed/host/catalog"
-	"github.com/toolshed/toolshed/sdk/abi"
 	"github.com/toolshed/toolshed/internal/wasmbuild"
+	"github.com/toolshed/toolshed/sdk/abi"
 )
 
 var report = flag.Bool("report", false, "print the runtime report (TestRuntimeReport)")
