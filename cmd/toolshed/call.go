@@ -17,8 +17,9 @@ func cmdCall(args []string, stdout, stderr io.Writer) error {
 	dir := fs.String("plugins", defaultPluginDir(), "plugin directory")
 	cacheDir := fs.String("cache-dir", "", "compilation cache directory (default: the user cache directory; \"off\": none)")
 	asJSON := fs.Bool("json", false, "print the whole ABI result as JSON")
+	grantsPath := fs.String("grants", "", "operator grants and caps `FILE` (JSON; see docs/RUNTIME.md); default: nothing granted")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed call [--plugins DIR] [--json] TOOL 'JSON-ARGS'")
+		fmt.Fprintln(stderr, "usage: toolshed call [--plugins DIR] [--grants FILE] [--json] TOOL 'JSON-ARGS'")
 		fs.PrintDefaults()
 	}
 	pos, err := parse(fs, args)
@@ -47,7 +48,13 @@ func cmdCall(args []string, stdout, stderr io.Writer) error {
 		}
 		return fmt.Errorf("no tool %q in %s (toolshed search finds tools)", pos[0], *dir)
 	}
-	host, err := wasm.New(&wasm.Options{CacheDir: *cacheDir, PoolSize: -1, Logger: newLogger(stderr)})
+	opts := &wasm.Options{CacheDir: *cacheDir, PoolSize: -1, Logger: newLogger(stderr)}
+	if *grantsPath != "" {
+		if opts.Caps, opts.Grants, err = wasm.LoadGrants(*grantsPath); err != nil {
+			return err
+		}
+	}
+	host, err := wasm.New(opts)
 	if err != nil {
 		return err
 	}

@@ -6,10 +6,10 @@ import (
 	"os"
 )
 
-// newLogger writes warnings and errors (everything with TOOLSHED_DEBUG=1)
-// as text to w.
+// newLogger writes errors (everything with TOOLSHED_DEBUG=1) as text to w;
+// the command itself reports what failed.
 func newLogger(w io.Writer) *slog.Logger {
-	level := slog.LevelWarn
+	level := slog.LevelError
 	if os.Getenv("TOOLSHED_DEBUG") != "" {
 		level = slog.LevelDebug
 	}

@@ -5,7 +5,7 @@
 //	toolshed plugins list [--plugins DIR] [--json]
 //	toolshed plugins validate DIR
 //	toolshed eval --tools TOOLS.jsonl --queries QUERIES.jsonl [--json] [--baseline]
-//	toolshed call [--plugins DIR] [--json] TOOL 'JSON-ARGS'
+//	toolshed call [--plugins DIR] [--grants FILE] [--json] TOOL 'JSON-ARGS'
 //	toolshed plugins pin MANIFEST.json
 //	toolshed version
 package main
@@ -43,7 +43,7 @@ Usage:
   toolshed plugins list [--plugins DIR] [--json]
   toolshed plugins validate DIR
   toolshed eval --tools TOOLS.jsonl --queries QUERIES.jsonl [--json] [--baseline]
-  toolshed call [--plugins DIR] [--json] TOOL 'JSON-ARGS'
+  toolshed call [--plugins DIR] [--grants FILE] [--json] TOOL 'JSON-ARGS'
   toolshed plugins pin MANIFEST.json
   toolshed version
 

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolshed/toolshed/internal/wasmbuild"
 )
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
@@ -101,7 +103,7 @@ func TestPluginsListJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatal(err)
 	}
-	if len(v.Plugins) != 5 || v.Plugins[0].Name != "calculate" || len(v.Errors) != 0 {
+	if len(v.Plugins) != 6 || v.Plugins[0].Name != "calculate" || len(v.Errors) != 0 {
 		t.Fatalf("list: %+v", v)
 	}
 }
@@ -158,5 +160,73 @@ func TestSearchExtraLexicon(t *testing.T) {
 	os.WriteFile(lex, []byte("broken line\n"), 0o644)
 	if code, _, errs := runCLI("search", "--plugins", bundled, "--lexicon", lex, "x"); code != 1 || !strings.Contains(errs, "lex.txt:1") {
 		t.Fatalf("bad lexicon: exit %d %s", code, errs)
+	}
+}
+
+// TestCall runs a tool through the real path: manifest → sha256 check →
+// compile → instance → call.
+func TestCall(t *testing.T) {
+	dir := t.TempDir()
+	module, err := os.ReadFile(wasmbuild.Build(t, "../../plugins/textkit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "textkit.wasm"), module, 0o644)
+	man, _ := os.ReadFile(filepath.Join(bundled, "textkit.json"))
+	os.WriteFile(filepath.Join(dir, "textkit.json"), man, 0o644)
+	if code, out, errs := runCLI("plugins", "pin", filepath.Join(dir, "textkit.json")); code != 0 || !strings.Contains(out, "sha256") {
+		t.Fatalf("pin: exit %d %s%s", code, out, errs)
+	}
+	cache := "--cache-dir=" + filepath.Join(t.TempDir(), "cache")
+	code, out, errs := runCLI("call", "--plugins", dir, cache, "slugify", `{"text": "Tool Search!"}`)
+	if code != 0 || out != "tool-search\n" {
+		t.Fatalf("call: exit %d %q %s", code, out, errs)
+	}
+	code, out, _ = runCLI("call", "--plugins", dir, cache, "--json", "textStats", `{"text": "a b"}`)
+	if code != 0 || !strings.Contains(out, `"structured":{"characters":3`) {
+		t.Fatalf("call --json: exit %d %s", code, out)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"slugify", `{"text": "!!"}`}, 3, "the tool reported an error"},
+		{[]string{"slugify", `{"title": 1}`}, 3, "the tool reported an error"},
+		{[]string{"slugify", `{not json`}, 1, "not valid JSON"},
+		{[]string{"nosuch", `{}`}, 1, `no tool "nosuch"`},
+	} {
+		code, _, errs := runCLI(append([]string{"call", "--plugins", dir, cache}, c.args...)...)
+		if code != c.code || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d %q, want %d and %q", c.args, code, errs, c.code, c.want)
+		}
+	}
+	// A module that does not match its pin fails with a readable message.
+	os.WriteFile(filepath.Join(dir, "textkit.wasm"), append(module, 0), 0o644)
+	code, _, errs = runCLI("call", "--plugins", dir, cache, "slugify", `{"text": "x"}`)
+	if code != 1 || !strings.Contains(errs, "the manifest pins") {
+		t.Errorf("tampered module: exit %d %s", code, errs)
+	}
+}
+
+func TestCallGrants(t *testing.T) {
+	dir := t.TempDir()
+	module, err := os.ReadFile(wasmbuild.Build(t, "../../plugins/textkit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "textkit.wasm"), module, 0o644)
+	man, _ := os.ReadFile(filepath.Join(bundled, "textkit.json"))
+	os.WriteFile(filepath.Join(dir, "textkit.json"), man, 0o644)
+	runCLI("plugins", "pin", filepath.Join(dir, "textkit.json"))
+	grants := filepath.Join(t.TempDir(), "grants.json")
+	os.WriteFile(grants, []byte(`{"plugins": {"textkit": {"log": true}}, "caps": {"timeout_ms": 5000}}`), 0o644)
+	code, out, errs := runCLI("call", "--plugins", dir, "--grants", grants, "--cache-dir=off", "textStats", `{"text": "x"}`)
+	if code != 0 || !strings.Contains(out, `"characters":1`) {
+		t.Fatalf("exit %d %s %s", code, out, errs)
+	}
+	os.WriteFile(grants, []byte(`{"plugins": {"textkit": {"logs": true}}}`), 0o644)
+	if code, _, errs := runCLI("call", "--plugins", dir, "--grants", grants, "textStats", `{"text": "x"}`); code != 1 || !strings.Contains(errs, `unknown field "logs"`) {
+		t.Fatalf("bad grants: exit %d %s", code, errs)
 	}
 }
