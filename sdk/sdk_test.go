@@ -3,6 +3,7 @@ package sdk
 import (
 	"encoding/json"
 	"errors"
+	"os/exec"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -73,5 +74,18 @@ func FuzzAppendString(f *testing.F) {
 func TestNotHosted(t *testing.T) {
 	if _, err := Config("x"); !errors.Is(err, ErrNotHosted) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestNoWazero: a plugin importing the SDK must not pull in the runtime.
+func TestNoWazero(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".", "./abi").CombinedOutput()
+	if err != nil {
+		t.Skipf("go list: %v %s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.Contains(dep, "wazero") || strings.Contains(dep, "toolshed/host") {
+			t.Fatalf("package sdk depends on %s", dep)
+		}
 	}
 }

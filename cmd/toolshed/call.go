@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/wasm"
@@ -48,6 +50,9 @@ func cmdCall(args []string, stdout, stderr io.Writer) error {
 		}
 		return fmt.Errorf("no tool %q in %s (toolshed search finds tools)", pos[0], *dir)
 	}
+	if inside(*cacheDir, *dir) {
+		return fmt.Errorf("--cache-dir %s is inside the plugin directory %s: compiled code must live in a host-owned directory", *cacheDir, *dir)
+	}
 	opts := &wasm.Options{CacheDir: *cacheDir, PoolSize: -1, Logger: newLogger(stderr)}
 	if *grantsPath != "" {
 		if opts.Caps, opts.Grants, err = wasm.LoadGrants(*grantsPath); err != nil {
@@ -80,4 +85,18 @@ func cmdCall(args []string, stdout, stderr io.Writer) error {
 		return &exitError{code: 3, msg: "the tool reported an error"}
 	}
 	return nil
+}
+
+// inside reports whether path is dir or below it.
+func inside(path, dir string) bool {
+	if path == "" || path == "off" {
+		return false
+	}
+	p, err1 := filepath.Abs(path)
+	d, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

@@ -230,3 +230,10 @@ func TestCallGrants(t *testing.T) {
 		t.Fatalf("bad grants: exit %d %s", code, errs)
 	}
 }
+
+func TestCacheDirNotInPluginDir(t *testing.T) {
+	code, _, errs := runCLI("call", "--plugins", bundled, "--cache-dir", bundled+"/cache", "slugify", `{"text": "x"}`)
+	if code != 1 || !strings.Contains(errs, "host-owned directory") {
+		t.Fatalf("exit %d %s", code, errs)
+	}
+}
