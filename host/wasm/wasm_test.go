@@ -494,3 +494,23 @@ func TestPoolGivesFreshInstances(t *testing.T) {
 		s.Close(context.Background())
 	}
 }
+
+// TestPrepare: discovery readies the session's instance in the background.
+func TestPrepare(t *testing.T) {
+	snap := writePlugins(t, spec{name: "hostile", module: module(t, "hostile"), tools: hostileTools})
+	h, _ := newHost(t, nil)
+	s := h.NewSession()
+	defer s.Close(context.Background())
+	tl, _ := snap.Tool("counter")
+	s.Prepare(tl.Plugin)
+	deadline := time.Now().Add(30 * time.Second)
+	for s.Instances() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s.Instances() != 1 {
+		t.Fatal("Prepare readied no instance")
+	}
+	if res, err := call(t, s, snap, "counter", `{}`); err != nil || res.Content != "|" {
+		t.Fatalf("first call after Prepare: %q %v", res.Content, err)
+	}
+}
