@@ -15,11 +15,13 @@ build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/toolshed
 
 # Each plugins/NAME/main.go is compiled to plugin-manifests/NAME.wasm, and
-# the module's sha256 is pinned into plugin-manifests/NAME.json.
+# the module's sha256 is pinned into plugin-manifests/NAME.json. The build is
+# reproducible (-trimpath, no VCS stamp): the same Go version gives the same
+# bytes, so the committed pins hold.
 plugins: build $(WASM)
 
 plugin-manifests/%.wasm: plugins/%/*.go sdk/*.go sdk/abi/*.go
-	GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildmode=c-shared -o $@ ./plugins/$*
+	GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildvcs=false -buildmode=c-shared -o $@ ./plugins/$*
 	@if [ -f plugin-manifests/$*.json ]; then $(BIN) plugins pin plugin-manifests/$*.json; fi
 
 vet:

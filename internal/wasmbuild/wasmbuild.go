@@ -39,7 +39,7 @@ func Build(t testing.TB, dir string) string {
 	}
 	out := filepath.Join(outDir, filepath.Base(abs)+".wasm")
 	tmp := out + fmt.Sprintf(".%d.tmp", os.Getpid()) // concurrent test processes
-	cmd := exec.Command(goTool(), "build", "-trimpath", "-buildmode=c-shared", "-o", tmp, ".")
+	cmd := exec.Command(goTool(), "build", "-trimpath", "-buildvcs=false", "-buildmode=c-shared", "-o", tmp, ".")
 	cmd.Dir = abs
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
