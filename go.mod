@@ -9,6 +9,7 @@ require (
 )
 
 require (
+	github.com/sashabaranov/go-openai v1.43.0 // indirect
 	github.com/vcaesar/cedar v0.20.2 // indirect
 	golang.org/x/sys v0.44.0 // indirect
 	golang.org/x/text v0.14.0 // indirect

@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -76,6 +77,8 @@ type Host struct {
 	byKey  map[string]*Plugin
 	closed bool
 	bg     sync.WaitGroup // background pool refills
+	// instSem bounds concurrent instantiations to the CPUs.
+	instSem chan struct{}
 
 	// noCloseOnDone turns off WithCloseOnContextDone: for measuring its
 	// cost only (a call could then never be stopped).
@@ -84,7 +87,7 @@ type Host struct {
 
 // New returns a Host.
 func New(opts *Options) (*Host, error) {
-	h := &Host{byKey: map[string]*Plugin{}}
+	h := &Host{byKey: map[string]*Plugin{}, instSem: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	if opts != nil {
 		h.opts = *opts
 	}

@@ -51,6 +51,9 @@ type Plugin struct {
 	schemas  map[string]*jsonschema.Schema
 }
 
+// initTimeout is the least time an instance's initialiser gets.
+const initTimeout = 10 * time.Second
+
 // retryAfter is how long a failed compile is remembered before the next
 // call tries again (the operator may be fixing the file).
 const retryAfter = time.Second
@@ -205,8 +208,17 @@ func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
 		WithSysNanotime().
 		WithSysNanosleep().
 		WithRandSource(rand.Reader)
-	// Instantiation runs the plugin's initialiser; it gets the call timeout.
-	ictx, cancel := context.WithTimeout(ctx, p.timeout)
+	// Instantiations queue for a CPU, so a burst of new sessions does not
+	// make them all slow; the wait does not count against the deadline.
+	select {
+	case p.host.instSem <- struct{}{}:
+		defer func() { <-p.host.instSem }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, ctx.Err())
+	}
+	// Instantiation runs the plugin's initialiser under the call timeout,
+	// but never less than initTimeout.
+	ictx, cancel := context.WithTimeout(ctx, max(p.timeout, initTimeout))
 	defer cancel()
 	mod, err := p.runtime.InstantiateModule(ictx, p.module, cfg)
 	if err != nil {

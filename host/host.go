@@ -1,0 +1,308 @@
+// Package host is the agent host: it talks to an OpenAI-compatible model,
+// rebuilds the function list every round from the request's Session, and
+// discloses deferred tools (plugins) only after the model finds them with
+// tool_search.
+//
+// Every Run is one request and one Session: its own catalog snapshot, its
+// own discovered set, its own plugin instances. Found tools join the
+// function list from the next round on and stay until the request ends;
+// nothing leaks into another request.
+//
+// A Host is safe for concurrent use; any number of Runs may proceed at once.
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/manifest"
+	"github.com/toolshed/toolshed/host/wasm"
+)
+
+// GoTool is an always-on tool implemented in Go, sent to the model every
+// round.
+type GoTool struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage // JSON Schema, top-level type object; nil: no parameters
+	// Call runs the tool. Its Result (IsError included) goes to the model;
+	// a Go error is reported to the model as a tool failure.
+	Call func(ctx context.Context, args json.RawMessage) (Result, error)
+}
+
+// Result is a tool's answer to the model.
+type Result struct {
+	Content string
+	IsError bool
+}
+
+// Options configure a Host. Client and Model are required; the rest have
+// defaults.
+type Options struct {
+	// Client talks to the model; Model names it.
+	Client *openai.Client
+	Model  string
+	// Tools are the always-on tools, sent in this order every round.
+	Tools []GoTool
+	// Catalog returns the current snapshot of deferred tools; each request
+	// keeps the one it started with. Nil: no deferred tools.
+	Catalog func() *catalog.Snapshot
+	// Runtime runs plugins; nil: deferred tools cannot be called.
+	Runtime *wasm.Host
+	// Search configures tool_search.
+	Search SearchOptions
+	// MaxRounds bounds the model rounds of one request (default 16).
+	MaxRounds int
+	// SystemPrompt is prepended as a system message; empty uses
+	// DefaultSystemPrompt, "-" sends none.
+	SystemPrompt string
+	// AutoDiscover makes a call to an undiscovered deferred tool discover
+	// it instead of failing (off by default: the model must search).
+	AutoDiscover bool
+	// Logger receives per-round records; nil discards.
+	Logger *slog.Logger
+}
+
+// DefaultSystemPrompt is the guidance on tool_search.
+const DefaultSystemPrompt = "You have a small set of tools. More specialised tools exist but are hidden: " +
+	"call tool_search only when the tools you have cannot do the job, with a short description of the capability you need. " +
+	"Tools it finds become callable from your next step on."
+
+// Host runs requests.
+type Host struct {
+	opts    Options
+	goTools []GoTool
+	byName  map[string]*GoTool
+	runtime *wasm.Host
+	log     *slog.Logger
+}
+
+// New checks the options and returns a Host. It panics on programmer
+// errors in Tools (duplicate or reserved names), as registration does.
+func New(opts Options) (*Host, error) {
+	if opts.Client == nil || opts.Model == "" {
+		return nil, errors.New("host: a model client and model name are required")
+	}
+	h := &Host{opts: opts, byName: map[string]*GoTool{}, runtime: opts.Runtime, log: opts.Logger}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.opts.MaxRounds <= 0 {
+		h.opts.MaxRounds = 16
+	}
+	h.opts.Search = h.opts.Search.withDefaults()
+	for _, t := range opts.Tools {
+		if t.Name == ToolSearchName {
+			panic(fmt.Sprintf("host: tool name %q is reserved", t.Name))
+		}
+		if _, dup := h.byName[t.Name]; dup {
+			panic(fmt.Sprintf("host: tool %q registered twice", t.Name))
+		}
+		if t.Call == nil {
+			panic(fmt.Sprintf("host: tool %q has no Call", t.Name))
+		}
+		h.goTools = append(h.goTools, t)
+		h.byName[t.Name] = &h.goTools[len(h.goTools)-1]
+	}
+	return h, nil
+}
+
+func (h *Host) snapshot() *catalog.Snapshot {
+	if h.opts.Catalog != nil {
+		if s := h.opts.Catalog(); s != nil {
+			return s
+		}
+	}
+	empty, _ := catalog.LoadFS(emptyFS{}, "", nil)
+	return empty
+}
+
+// Response is the outcome of one request.
+type Response struct {
+	Answer     string
+	Messages   []openai.ChatCompletionMessage // the whole conversation, the answer last
+	Discovered []string
+	Rounds     []Round
+}
+
+// Round records one model round.
+type Round struct {
+	Tools     []string         // the function names sent
+	ToolCalls []ToolCallRecord // what the model called, in order
+}
+
+// ToolCallRecord is one tool call and its outcome.
+type ToolCallRecord struct {
+	Name      string        `json:"name"`
+	Arguments string        `json:"arguments"`
+	IsError   bool          `json:"is_error"`
+	Duration  time.Duration `json:"duration_ns"`
+	Search    *SearchRecord `json:"search,omitempty"`
+}
+
+// ErrMaxRounds is returned when the model keeps calling tools past MaxRounds.
+var ErrMaxRounds = errors.New("host: the model was still calling tools after the round limit")
+
+// Run runs one request to its answer: rounds of model calls and tool calls
+// until the model answers without tool calls or MaxRounds is reached (then
+// the Response so far and ErrMaxRounds).
+func (h *Host) Run(ctx context.Context, messages []openai.ChatCompletionMessage) (*Response, error) {
+	s := h.newSession()
+	defer func() {
+		if s.wasm != nil {
+			s.wasm.Close(context.Background())
+		}
+	}()
+	msgs := h.withSystem(messages)
+	resp := &Response{}
+	for round := 0; round < h.opts.MaxRounds; round++ {
+		tools := s.Tools()
+		rec := Round{Tools: s.ToolNames()}
+		out, err := h.opts.Client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{
+			Model: h.opts.Model, Messages: msgs, Tools: tools,
+		})
+		if err != nil {
+			return h.finish(resp, s, msgs), fmt.Errorf("host: round %d: model: %w", round+1, err)
+		}
+		if len(out.Choices) == 0 {
+			return h.finish(resp, s, msgs), fmt.Errorf("host: round %d: the model returned no choice", round+1)
+		}
+		msg := out.Choices[0].Message
+		if msg.Role == "" {
+			msg.Role = openai.ChatMessageRoleAssistant
+		}
+		msgs = append(msgs, msg)
+		if len(msg.ToolCalls) == 0 {
+			resp.Rounds = append(resp.Rounds, rec)
+			resp.Answer = msg.Content
+			return h.finish(resp, s, msgs), nil
+		}
+		results, records := h.runCalls(ctx, s, msg.ToolCalls)
+		rec.ToolCalls = records
+		resp.Rounds = append(resp.Rounds, rec)
+		h.log.Info("round", "round", round+1, "tools", len(rec.Tools), "calls", len(records))
+		msgs = append(msgs, results...)
+	}
+	return h.finish(resp, s, msgs), ErrMaxRounds
+}
+
+func (h *Host) finish(r *Response, s *Session, msgs []openai.ChatCompletionMessage) *Response {
+	r.Messages = msgs
+	r.Discovered = s.Discovered()
+	return r
+}
+
+func (h *Host) withSystem(in []openai.ChatCompletionMessage) []openai.ChatCompletionMessage {
+	prompt := h.opts.SystemPrompt
+	if prompt == "-" {
+		return append([]openai.ChatCompletionMessage(nil), in...)
+	}
+	if prompt == "" {
+		prompt = DefaultSystemPrompt
+	}
+	out := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: prompt}}
+	return append(out, in...)
+}
+
+// runCalls executes a round's tool calls concurrently and returns their
+// tool messages in the order of the calls.
+func (h *Host) runCalls(ctx context.Context, s *Session, calls []openai.ToolCall) ([]openai.ChatCompletionMessage, []ToolCallRecord) {
+	msgs := make([]openai.ChatCompletionMessage, len(calls))
+	recs := make([]ToolCallRecord, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			res, search := h.dispatch(ctx, s, c.Function.Name, c.Function.Arguments)
+			recs[i] = ToolCallRecord{Name: c.Function.Name, Arguments: c.Function.Arguments, IsError: res.IsError,
+				Duration: time.Since(start), Search: search}
+			content := res.Content
+			if res.IsError && content == "" {
+				content = "error"
+			}
+			msgs[i] = openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: c.ID, Name: c.Function.Name, Content: content}
+		}()
+	}
+	wg.Wait()
+	return msgs, recs
+}
+
+// dispatch runs one tool call. Everything the model can act on comes back
+// as a tool error, never as a Go error.
+func (h *Host) dispatch(ctx context.Context, s *Session, name, args string) (Result, *SearchRecord) {
+	if name == ToolSearchName {
+		return s.toolSearch(ctx, args)
+	}
+	raw := json.RawMessage(args)
+	if len(raw) == 0 {
+		raw = json.RawMessage(`{}`)
+	}
+	if t, ok := h.byName[name]; ok {
+		if !json.Valid(raw) {
+			return Result{Content: fmt.Sprintf("arguments for %s are not valid JSON: %s", name, args), IsError: true}, nil
+		}
+		if msg := validateArgs(t.Parameters, raw); msg != "" {
+			return Result{Content: msg, IsError: true}, nil
+		}
+		res, err := t.Call(ctx, raw)
+		if err != nil {
+			return Result{Content: fmt.Sprintf("%s failed: %v", name, err), IsError: true}, nil
+		}
+		return res, nil
+	}
+	tool, ok := s.snap.Tool(name)
+	if !ok {
+		return Result{Content: fmt.Sprintf("there is no tool %q. Use %s to find a tool for what you need.", name, ToolSearchName), IsError: true}, nil
+	}
+	if !s.isDiscovered(tool.Name()) {
+		if !h.opts.AutoDiscover {
+			return Result{Content: fmt.Sprintf("tool %q is not available yet. Call %s first to find the tools you need.", name, ToolSearchName), IsError: true}, nil
+		}
+		s.discover([]string{tool.Name()})
+	}
+	if s.wasm == nil {
+		return Result{Content: fmt.Sprintf("tool %q cannot run: this host has no plugin runtime", name), IsError: true}, nil
+	}
+	res, err := s.wasm.Call(ctx, tool, raw)
+	if err != nil {
+		return Result{Content: fmt.Sprintf("tool %q failed: %v", name, err), IsError: true}, nil
+	}
+	return Result{Content: res.Content, IsError: res.IsError}, nil
+}
+
+// validateArgs checks arguments against a schema; "" means valid.
+func validateArgs(schema, args json.RawMessage) string {
+	sch, err := manifest.CompileSchema(schema)
+	if err != nil {
+		return "the tool's parameter schema is invalid: " + err.Error()
+	}
+	v, err := decodeAny(args)
+	if err != nil {
+		return "arguments are not valid JSON: " + err.Error()
+	}
+	if err := sch.Validate(v); err != nil {
+		return "arguments do not match the tool's schema: " + oneLine(err.Error())
+	}
+	return ""
+}
+
+// sortedNames is used in messages the model reads.
+func sortedNames(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,282 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/toolshed/toolshed/host"
+	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/wasm"
+	"github.com/toolshed/toolshed/internal/wasmbuild"
+)
+
+// scripted is an OpenAI-compatible chat completions server on 127.0.0.1
+// that plays a model: it searches for the tool the user names, calls it,
+// then answers with the tool's result. It records every request.
+type scripted struct {
+	mu       sync.Mutex
+	requests []openai.ChatCompletionRequest
+	// choose answers selection requests (LLM search mode).
+	choose string
+}
+
+func (m *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req openai.ChatCompletionRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	m.mu.Lock()
+	m.requests = append(m.requests, req)
+	m.mu.Unlock()
+	msg := m.reply(req)
+	json.NewEncoder(w).Encode(openai.ChatCompletionResponse{ID: "x", Object: "chat.completion", Model: req.Model,
+		Choices: []openai.ChatCompletionChoice{{Index: 0, Message: msg, FinishReason: "stop"}}})
+}
+
+func toolCall(id, name, args string) openai.ChatCompletionMessage {
+	return openai.ChatCompletionMessage{Role: "assistant", ToolCalls: []openai.ToolCall{{ID: id, Type: "function",
+		Function: openai.FunctionCall{Name: name, Arguments: args}}}}
+}
+
+// The user message says "use TOOL with ARGS to QUERY": the model searches
+// QUERY, then calls TOOL with ARGS, then answers.
+func (m *scripted) reply(req openai.ChatCompletionRequest) openai.ChatCompletionMessage {
+	if len(req.Tools) == 0 { // a selection request
+		return openai.ChatCompletionMessage{Role: "assistant", Content: m.choose}
+	}
+	var user string
+	for _, msg := range req.Messages {
+		if msg.Role == "user" {
+			user = msg.Content
+		}
+	}
+	var tool, args, query string
+	fmt.Sscanf(user, "use %s with %s to %s", &tool, &args, &query)
+	last := req.Messages[len(req.Messages)-1]
+	switch {
+	case last.Role == "user":
+		return toolCall("c1", "tool_search", fmt.Sprintf(`{"query": %q}`, query))
+	case last.Role == "tool" && last.Name == "tool_search":
+		return toolCall("c2", tool, args)
+	case last.Role == "tool":
+		return openai.ChatCompletionMessage{Role: "assistant", Content: "answer: " + last.Content}
+	}
+	return openai.ChatCompletionMessage{Role: "assistant", Content: "confused"}
+}
+
+func (m *scripted) toolsSent() [][]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out [][]string
+	for _, r := range m.requests {
+		var names []string
+		for _, t := range r.Tools {
+			names = append(names, t.Function.Name)
+		}
+		out = append(out, names)
+	}
+	return out
+}
+
+func textkitCatalog(t testing.TB) *catalog.Snapshot {
+	t.Helper()
+	dir := t.TempDir()
+	module, err := os.ReadFile(wasmbuild.Build(t, "../plugins/textkit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "textkit.wasm"), module, 0o644)
+	man, _ := os.ReadFile("../plugin-manifests/textkit.json")
+	os.WriteFile(filepath.Join(dir, "textkit.json"), man, 0o644)
+	for _, f := range []string{"sql.json", "chart.json", "calculate.json"} { // deferred tools without modules
+		b, _ := os.ReadFile(filepath.Join("../plugin-manifests", f))
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	snap, err := catalog.Load(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pin the freshly built module.
+	tl, _ := snap.Tool("slugify")
+	pinned := strings.Replace(string(man), tl.Plugin.Manifest.SHA256, sha(module), 1)
+	os.WriteFile(filepath.Join(dir, "textkit.json"), []byte(pinned), 0o644)
+	snap, _ = catalog.Load(dir, nil)
+	if len(snap.Errors) > 0 {
+		t.Fatal(snap.Errors)
+	}
+	return snap
+}
+
+func newHost(t testing.TB, model *scripted, opts host.Options) (*host.Host, *catalog.Snapshot) {
+	t.Helper()
+	srv := httptest.NewServer(model)
+	t.Cleanup(srv.Close)
+	cfg := openai.DefaultConfig("test-key")
+	cfg.BaseURL = srv.URL + "/v1"
+	snap := textkitCatalog(t)
+	rt, err := wasm.New(&wasm.Options{CacheDir: filepath.Join(os.TempDir(), "toolshed-test-cache")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	opts.Client, opts.Model, opts.Runtime = openai.NewClientWithConfig(cfg), "scripted", rt
+	opts.Catalog = func() *catalog.Snapshot { return snap }
+	opts.Tools = append(opts.Tools, host.GoTool{Name: "get_time", Description: "The current time.",
+		Call: func(context.Context, json.RawMessage) (host.Result, error) { return host.Result{Content: "12:00"}, nil }})
+	h, err := host.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, snap
+}
+
+func ask(t testing.TB, h *host.Host, prompt string) *host.Response {
+	t.Helper()
+	resp, err := h.Run(context.Background(), []openai.ChatCompletionMessage{{Role: "user", Content: prompt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// TestRoundToolLists checks what goes over the wire: round 1 carries the
+// always-on tools and tool_search only; after tool_search the found tools
+// join; they stay; the next request starts without them.
+func TestRoundToolLists(t *testing.T) {
+	model := &scripted{}
+	h, _ := newHost(t, model, host.Options{})
+	resp := ask(t, h, `use slugify with {"text":"Tool_Search_Rocks"} to url-slug`)
+	if resp.Answer != "answer: tool-search-rocks" {
+		t.Fatalf("answer %q", resp.Answer)
+	}
+	sent := model.toolsSent()
+	base := []string{"get_time", "tool_search"}
+	if len(sent) != 3 || !reflect.DeepEqual(sent[0], base) {
+		t.Fatalf("round 1 sent %v", sent)
+	}
+	if !contains(sent[1], "slugify") || !reflect.DeepEqual(sent[1][:2], base) {
+		t.Fatalf("round 2 sent %v", sent[1])
+	}
+	if !reflect.DeepEqual(sent[2], sent[1]) {
+		t.Fatalf("round 3 sent %v, want the same list as round 2 %v", sent[2], sent[1])
+	}
+	if !reflect.DeepEqual(resp.Discovered, sent[1][2:]) {
+		t.Fatalf("discovered %v vs sent %v", resp.Discovered, sent[1])
+	}
+	// A new request starts from scratch.
+	ask(t, h, `use get_time with {} to nothing-at-all-xyz`)
+	if sent := model.toolsSent(); !reflect.DeepEqual(sent[3], base) {
+		t.Fatalf("second request, round 1 sent %v", sent[3])
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestUndiscoveredToolRefused: a deferred tool called before tool_search
+// found it gets a tool error that points at tool_search.
+func TestUndiscoveredToolRefused(t *testing.T) {
+	model := &scripted{}
+	h, _ := newHost(t, model, host.Options{})
+	// The query finds nothing useful for textStats, so calling it is premature.
+	resp := ask(t, h, `use textStats with {"text":"a"} to zzzz-nothing`)
+	if !strings.Contains(resp.Answer, "is not available yet. Call tool_search first") {
+		t.Fatalf("answer %q", resp.Answer)
+	}
+	resp = ask(t, h, `use noSuchTool with {} to zzzz-nothing`)
+	if !strings.Contains(resp.Answer, `there is no tool "noSuchTool"`) {
+		t.Fatalf("answer %q", resp.Answer)
+	}
+	// With AutoDiscover the call goes through.
+	h2, _ := newHost(t, &scripted{}, host.Options{AutoDiscover: true})
+	resp = ask(t, h2, `use slugify with {"text":"A_B"} to zzzz-nothing`)
+	if resp.Answer != "answer: a-b" {
+		t.Fatalf("auto-discover answer %q", resp.Answer)
+	}
+}
+
+func TestBadArgumentsReachTheModel(t *testing.T) {
+	h, _ := newHost(t, &scripted{}, host.Options{})
+	resp := ask(t, h, `use slugify with {"title":1} to url-slug`)
+	if !strings.Contains(resp.Answer, "missing property 'text'") {
+		t.Fatalf("answer %q", resp.Answer)
+	}
+}
+
+// TestLLMSelection: in HYBRID mode an empty keyword result asks the
+// selection model, whose answer is parsed tolerantly and kept to the pool.
+func TestLLMSelection(t *testing.T) {
+	model := &scripted{choose: "Sure! ```json\n{\"tools\": [\"slugify\", \"madeUpTool\"]}\n```"}
+	h, _ := newHost(t, model, host.Options{})
+	resp := ask(t, h, `use slugify with {"text":"X_Y"} to qqqq-zzzz`)
+	if resp.Answer != "answer: x-y" || !reflect.DeepEqual(resp.Discovered, []string{"slugify"}) {
+		t.Fatalf("answer %q discovered %v", resp.Answer, resp.Discovered)
+	}
+	rec := resp.Rounds[0].ToolCalls[0].Search
+	if rec == nil || rec.Path != "llm" || !reflect.DeepEqual(rec.Found, []string{"slugify"}) {
+		t.Fatalf("search record %+v", rec)
+	}
+	// The selection request carried no tools and a compact candidate list.
+	model.mu.Lock()
+	sel := model.requests[1]
+	model.mu.Unlock()
+	if len(sel.Tools) != 0 || !strings.Contains(sel.Messages[1].Content, "slugify: Turn a title into a URL slug") {
+		t.Fatalf("selection request %+v", sel)
+	}
+}
+
+// TestConcurrentRequestsIsolated: many requests with different discoveries
+// at once; none sees another's tools (run with -race).
+func TestConcurrentRequestsIsolated(t *testing.T) {
+	model := &scripted{}
+	h, _ := newHost(t, model, host.Options{})
+	var wg sync.WaitGroup
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			prompt, want := `use slugify with {"text":"a"} to url-slug`, "slugify"
+			if i%2 == 1 {
+				prompt, want = `use textStats with {"text":"a"} to word-count`, "textStats"
+			}
+			resp, err := h.Run(context.Background(), []openai.ChatCompletionMessage{{Role: "user", Content: prompt}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if !contains(resp.Discovered, want) || strings.HasPrefix(resp.Answer, "answer: tool") {
+				t.Errorf("request %d: discovered %v answer %q", i, resp.Discovered, resp.Answer)
+			}
+			for _, d := range resp.Discovered {
+				if (i%2 == 0 && d == "textStats") || (i%2 == 1 && d == "slugify") {
+					t.Errorf("request %d leaked %s", i, d)
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+}
+
+func sha(b []byte) string {
+	return fmt.Sprintf("%x", sha256Sum(b))
+}

@@ -1,0 +1,109 @@
+package host
+
+import (
+	"encoding/json"
+	"sync"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/wasm"
+)
+
+// Session is one request: its catalog snapshot, the deferred tools it has
+// discovered (in discovery order, never withdrawn), its search cache and
+// budget, and its plugin instances. Sessions share nothing mutable. A
+// Session is safe for concurrent use (a round's tool calls run at once).
+type Session struct {
+	host *Host
+	snap *catalog.Snapshot
+	wasm *wasm.Session
+
+	mu         sync.Mutex
+	discovered []string        // tool names, discovery order
+	known      map[string]bool // discovered, by name
+	searches   map[string]string
+	nSearches  int
+}
+
+func (h *Host) newSession() *Session {
+	s := &Session{host: h, snap: h.snapshot(), known: map[string]bool{}, searches: map[string]string{}}
+	if h.runtime != nil {
+		s.wasm = h.runtime.NewSession()
+	}
+	return s
+}
+
+// Discovered returns the discovered tool names in discovery order.
+func (s *Session) Discovered() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.discovered...)
+}
+
+// discover adds tools to the session (once each, in the order given) and
+// wakes their plugins in the background.
+func (s *Session) discover(names []string) {
+	s.mu.Lock()
+	var wake []*catalog.Plugin
+	for _, n := range names {
+		t, ok := s.snap.Tool(n)
+		if !ok || s.known[t.Name()] {
+			continue
+		}
+		s.known[t.Name()] = true
+		s.discovered = append(s.discovered, t.Name())
+		wake = append(wake, t.Plugin)
+	}
+	s.mu.Unlock()
+	if s.wasm != nil {
+		seen := map[*catalog.Plugin]bool{}
+		for _, p := range wake {
+			if !seen[p] {
+				seen[p] = true
+				s.wasm.Prepare(p)
+			}
+		}
+	}
+}
+
+func (s *Session) isDiscovered(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.known[name]
+}
+
+// Tools is this round's function list: always-on tools in registration
+// order, tool_search, then the discovered tools in discovery order. The
+// same session state gives the same bytes.
+func (s *Session) Tools() []openai.Tool {
+	var out []openai.Tool
+	for _, t := range s.host.goTools {
+		out = append(out, function(t.Name, t.Description, t.Parameters))
+	}
+	out = append(out, function(ToolSearchName, s.host.toolSearchDescription(), toolSearchParams))
+	for _, name := range s.Discovered() {
+		t, _ := s.snap.Tool(name)
+		out = append(out, function(t.Name(), t.Spec.Description, t.Spec.Parameters))
+	}
+	return out
+}
+
+// ToolNames lists the names Tools would send.
+func (s *Session) ToolNames() []string {
+	var out []string
+	for _, t := range s.Tools() {
+		out = append(out, t.Function.Name)
+	}
+	return out
+}
+
+var emptyParams = json.RawMessage(`{"type":"object","properties":{}}`)
+
+func function(name, desc string, params json.RawMessage) openai.Tool {
+	if len(params) == 0 {
+		params = emptyParams
+	}
+	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+		Name: name, Description: desc, Parameters: params}}
+}
