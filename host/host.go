@@ -16,7 +16,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"sort"
 	"sync"
 	"time"
@@ -62,6 +64,13 @@ type Options struct {
 	Search SearchOptions
 	// MaxRounds bounds the model rounds of one request (default 16).
 	MaxRounds int
+	// Retries is how many times a model call is retried after a 429, a 5xx
+	// or a network error (default 3; negative: none), waiting RetryBackoff
+	// (default 500ms), doubled each time up to 8s.
+	Retries      int
+	RetryBackoff time.Duration
+	// RequestTimeout bounds one model call (default 2 minutes).
+	RequestTimeout time.Duration
 	// SystemPrompt is prepended as a system message; empty uses
 	// DefaultSystemPrompt, "-" sends none.
 	SystemPrompt string
@@ -98,6 +107,15 @@ func New(opts Options) (*Host, error) {
 	}
 	if h.opts.MaxRounds <= 0 {
 		h.opts.MaxRounds = 16
+	}
+	if h.opts.Retries == 0 {
+		h.opts.Retries = 3
+	}
+	if h.opts.RetryBackoff <= 0 {
+		h.opts.RetryBackoff = 500 * time.Millisecond
+	}
+	if h.opts.RequestTimeout <= 0 {
+		h.opts.RequestTimeout = 2 * time.Minute
 	}
 	h.opts.Search = h.opts.Search.withDefaults()
 	for _, t := range opts.Tools {
@@ -167,7 +185,7 @@ func (h *Host) Run(ctx context.Context, messages []openai.ChatCompletionMessage)
 	for round := 0; round < h.opts.MaxRounds; round++ {
 		tools := s.Tools()
 		rec := Round{Tools: s.ToolNames()}
-		out, err := h.opts.Client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{
+		out, err := h.complete(ctx, h.opts.Client, openai.ChatCompletionRequest{
 			Model: h.opts.Model, Messages: msgs, Tools: tools,
 		})
 		if err != nil {
@@ -279,6 +297,46 @@ func (h *Host) dispatch(ctx context.Context, s *Session, name, args string) (Res
 		return Result{Content: fmt.Sprintf("tool %q failed: %v", name, err), IsError: true}, nil
 	}
 	return Result{Content: res.Content, IsError: res.IsError}, nil
+}
+
+// complete makes one model call with a timeout, retrying 429s, 5xx and
+// network errors with exponential backoff.
+func (h *Host) complete(ctx context.Context, c *openai.Client, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	wait := h.opts.RetryBackoff
+	for attempt := 0; ; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, h.opts.RequestTimeout)
+		resp, err := c.CreateChatCompletion(rctx, req)
+		cancel()
+		if err == nil {
+			return resp, nil
+		}
+		if attempt >= h.opts.Retries || !retryable(err) || ctx.Err() != nil {
+			if attempt > 0 {
+				err = fmt.Errorf("%w (after %d attempts)", err, attempt+1)
+			}
+			return resp, err
+		}
+		h.log.Warn("model call failed; retrying", "attempt", attempt+1, "wait", wait, "error", err)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return resp, ctx.Err()
+		}
+		wait = min(2*wait, 8*time.Second)
+	}
+}
+
+func retryable(err error) bool {
+	var api *openai.APIError
+	if errors.As(err, &api) {
+		return api.HTTPStatusCode == 429 || api.HTTPStatusCode >= 500
+	}
+	var re *openai.RequestError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode == 429 || re.HTTPStatusCode >= 500
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // validateArgs checks arguments against a schema; "" means valid.

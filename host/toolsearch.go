@@ -41,6 +41,10 @@ type SearchOptions struct {
 	// MaxCandidates bounds the list sent to the LLM (default 100): larger
 	// catalogs are pre-filtered by keyword recall first.
 	MaxCandidates int
+	// MinScore: in HYBRID mode, a best keyword hit scoring below it counts
+	// as low confidence and the LLM is asked too (0: only when keywords
+	// find nothing).
+	MinScore float64
 }
 
 func (o SearchOptions) withDefaults() SearchOptions {
@@ -114,27 +118,17 @@ func (s *Session) toolSearch(ctx context.Context, raw string) (Result, *SearchRe
 	s.nSearches++
 	s.mu.Unlock()
 
-	var found []string
-	switch opts.Mode {
-	case ModeKeyword:
-		found, rec.Path = s.keyword(a.Query, limit), "keyword"
-	case ModeLLM:
-		var err error
-		found, err = s.llmSelect(ctx, a.Query, limit)
-		rec.Path = "llm"
+	found, best := s.keyword(a.Query, limit)
+	rec.Path = "keyword"
+	askLLM := opts.Mode == ModeLLM ||
+		(opts.Mode == ModeHybrid && (len(found) == 0 || best < opts.MinScore))
+	if askLLM {
+		chosen, err := s.llmSelect(ctx, a.Query, limit)
 		if err != nil {
+			// The keyword hits stand; the record says why.
 			rec.Path, rec.Error = "llm-failed", err.Error()
-			found = s.keyword(a.Query, limit)
-		}
-	default: // hybrid
-		found, rec.Path = s.keyword(a.Query, limit), "keyword"
-		if len(found) == 0 {
-			var err error
-			found, err = s.llmSelect(ctx, a.Query, limit)
-			rec.Path = "llm"
-			if err != nil {
-				rec.Path, rec.Error = "llm-failed", err.Error()
-			}
+		} else {
+			found, rec.Path = chosen, "llm"
 		}
 	}
 	rec.Found = found
@@ -146,16 +140,17 @@ func (s *Session) toolSearch(ctx context.Context, raw string) (Result, *SearchRe
 	return Result{Content: text}, rec
 }
 
-func (s *Session) keyword(q string, limit int) []string {
+// keyword returns the keyword hits and the best score.
+func (s *Session) keyword(q string, limit int) ([]string, float64) {
 	res, err := s.snap.Search(q, limit)
-	if err != nil {
-		return nil
+	if err != nil || len(res.Hits) == 0 {
+		return nil, 0
 	}
 	var out []string
 	for _, h := range res.Hits {
 		out = append(out, h.Name)
 	}
-	return out
+	return out, res.Hits[0].Score
 }
 
 // describeFound is the tool_search result the model reads. An empty result
@@ -225,7 +220,7 @@ func (s *Session) llmSelect(ctx context.Context, q string, limit int) ([]string,
 			`{"tools": ["name", ...]}` + fmt.Sprintf(", at most %d names from the list, best first; an empty list if none fits.", limit)},
 		{Role: openai.ChatMessageRoleUser, Content: "Task: " + q + "\n\nTools:\n" + list.String()},
 	}}
-	out, err := client.CreateChatCompletion(ctx, req)
+	out, err := s.host.complete(ctx, client, req)
 	if err != nil {
 		return nil, fmt.Errorf("selection model: %w", err)
 	}
@@ -258,7 +253,8 @@ func (s *Session) candidates(q string, max int) []*catalog.Tool {
 		return s.snap.Tools
 	}
 	var out []*catalog.Tool
-	for _, n := range s.keyword(q, max) {
+	names, _ := s.keyword(q, max)
+	for _, n := range names {
 		t, _ := s.snap.Tool(n)
 		out = append(out, t)
 	}

@@ -1,0 +1,128 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/toolshed/toolshed/host"
+)
+
+func faultHost(t *testing.T, handler http.HandlerFunc, opts host.Options) *host.Host {
+	t.Helper()
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	cfg := openai.DefaultConfig("k")
+	cfg.BaseURL = srv.URL + "/v1"
+	opts.Client, opts.Model = openai.NewClientWithConfig(cfg), "m"
+	if opts.RetryBackoff == 0 {
+		opts.RetryBackoff = 10 * time.Millisecond
+	}
+	h, err := host.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func run(h *host.Host) (*host.Response, error) {
+	return h.Run(context.Background(), []openai.ChatCompletionMessage{{Role: "user", Content: "hi"}})
+}
+
+const okBody = `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}]}`
+
+func TestRetriesThenSucceeds(t *testing.T) {
+	var n atomic.Int32
+	h := faultHost(t, func(w http.ResponseWriter, r *http.Request) {
+		switch n.Add(1) {
+		case 1:
+			http.Error(w, `{"error":{"message":"slow down","type":"rate_limit"}}`, 429)
+		case 2:
+			http.Error(w, `{"error":{"message":"oops","type":"server"}}`, 503)
+		default:
+			w.Write([]byte(okBody))
+		}
+	}, host.Options{})
+	resp, err := run(h)
+	if err != nil || resp.Answer != "hello" || n.Load() != 3 {
+		t.Fatalf("resp %+v err %v calls %d", resp, err, n.Load())
+	}
+}
+
+func TestGivesUpWithClearError(t *testing.T) {
+	var n atomic.Int32
+	h := faultHost(t, func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		http.Error(w, `{"error":{"message":"down for maintenance","type":"server"}}`, 500)
+	}, host.Options{Retries: 2})
+	_, err := run(h)
+	if err == nil || !strings.Contains(err.Error(), "down for maintenance") || !strings.Contains(err.Error(), "after 3 attempts") || n.Load() != 3 {
+		t.Fatalf("err %v calls %d", err, n.Load())
+	}
+	// A 400 is not retried.
+	n.Store(0)
+	h = faultHost(t, func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		http.Error(w, `{"error":{"message":"bad request","type":"invalid"}}`, 400)
+	}, host.Options{})
+	if _, err := run(h); err == nil || n.Load() != 1 {
+		t.Fatalf("400: err %v calls %d", err, n.Load())
+	}
+}
+
+func TestTimeoutAndDeadEndpoint(t *testing.T) {
+	h := faultHost(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(5 * time.Second):
+		case <-r.Context().Done():
+		}
+	}, host.Options{RequestTimeout: 100 * time.Millisecond, Retries: 1})
+	start := time.Now()
+	_, err := run(h)
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 3*time.Second {
+		t.Fatalf("slow model: err %v after %s", err, time.Since(start))
+	}
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close() // nothing listens there now
+	cfg := openai.DefaultConfig("k")
+	cfg.BaseURL = url + "/v1"
+	dead, _ := host.New(host.Options{Client: openai.NewClientWithConfig(cfg), Model: "m", Retries: 1, RetryBackoff: time.Millisecond})
+	if _, err := run(dead); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("dead endpoint: %v", err)
+	}
+}
+
+func TestMalformedToolCallRecovers(t *testing.T) {
+	var n atomic.Int32
+	h := faultHost(t, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			w.Write([]byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant",
+			  "tool_calls":[{"id":"c1","type":"function","function":{"name":"tool_search","arguments":"{\"query\": \"wea"}}]}}]}`))
+			return
+		}
+		w.Write([]byte(okBody))
+	}, host.Options{})
+	resp, err := run(h)
+	if err != nil || resp.Answer != "hello" || !resp.Rounds[0].ToolCalls[0].IsError {
+		t.Fatalf("resp %+v err %v", resp, err)
+	}
+}
+
+func TestRoundLimit(t *testing.T) {
+	h := faultHost(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant",
+		  "tool_calls":[{"id":"c1","type":"function","function":{"name":"tool_search","arguments":"{\"query\": \"weather\"}"}}]}}]}`))
+	}, host.Options{MaxRounds: 3})
+	resp, err := run(h)
+	if !errors.Is(err, host.ErrMaxRounds) || len(resp.Rounds) != 3 {
+		t.Fatalf("err %v rounds %d", err, len(resp.Rounds))
+	}
+}
