@@ -28,6 +28,7 @@ import (
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/manifest"
 	"github.com/toolshed/toolshed/host/wasm"
+	"github.com/toolshed/toolshed/internal/tokens"
 )
 
 // GoTool is an always-on tool implemented in Go, sent to the model every
@@ -93,6 +94,10 @@ type Host struct {
 	byName  map[string]*GoTool
 	runtime *wasm.Host
 	log     *slog.Logger
+
+	tokMu   sync.Mutex
+	tokSnap *catalog.Snapshot
+	tokAll  int
 }
 
 // New checks the options and returns a Host. It panics on programmer
@@ -156,6 +161,12 @@ type Response struct {
 type Round struct {
 	Tools     []string         // the function names sent
 	ToolCalls []ToolCallRecord // what the model called, in order
+	// ToolTokens is what the definitions sent cost (o200k_base tokens of
+	// their JSON); AllToolsTokens what sending every tool (always-on and
+	// all deferred, without tool_search) would have cost. 0 when counting
+	// failed.
+	ToolTokens     int
+	AllToolsTokens int
 }
 
 // ToolCallRecord is one tool call and its outcome.
@@ -184,7 +195,7 @@ func (h *Host) Run(ctx context.Context, messages []openai.ChatCompletionMessage)
 	resp := &Response{}
 	for round := 0; round < h.opts.MaxRounds; round++ {
 		tools := s.Tools()
-		rec := Round{Tools: s.ToolNames()}
+		rec := Round{Tools: s.ToolNames(), ToolTokens: toolTokens(tools), AllToolsTokens: h.allToolsTokens(s.snap)}
 		out, err := h.complete(ctx, h.opts.Client, openai.ChatCompletionRequest{
 			Model: h.opts.Model, Messages: msgs, Tools: tools,
 		})
@@ -297,6 +308,42 @@ func (h *Host) dispatch(ctx context.Context, s *Session, name, args string) (Res
 		return Result{Content: fmt.Sprintf("tool %q failed: %v", name, err), IsError: true}, nil
 	}
 	return Result{Content: res.Content, IsError: res.IsError}, nil
+}
+
+// toolTokens counts the tokens of tool definitions as sent.
+func toolTokens(tools []openai.Tool) int {
+	total := 0
+	for _, t := range tools {
+		b, err := json.Marshal(t)
+		if err != nil {
+			return 0
+		}
+		n, err := tokens.Count(string(b))
+		if err != nil {
+			return 0
+		}
+		total += n
+	}
+	return total
+}
+
+// allToolsTokens is the cost of sending every tool of a snapshot, cached
+// for the latest snapshot.
+func (h *Host) allToolsTokens(snap *catalog.Snapshot) int {
+	h.tokMu.Lock()
+	defer h.tokMu.Unlock()
+	if h.tokSnap == snap {
+		return h.tokAll
+	}
+	var all []openai.Tool
+	for _, t := range h.goTools {
+		all = append(all, function(t.Name, t.Description, t.Parameters))
+	}
+	for _, t := range snap.Tools {
+		all = append(all, function(t.Name(), t.Spec.Description, t.Spec.Parameters))
+	}
+	h.tokSnap, h.tokAll = snap, toolTokens(all)
+	return h.tokAll
 }
 
 // complete makes one model call with a timeout, retrying 429s, 5xx and

@@ -177,6 +177,14 @@ func TestRoundToolLists(t *testing.T) {
 	if !reflect.DeepEqual(resp.Discovered, sent[1][2:]) {
 		t.Fatalf("discovered %v vs sent %v", resp.Discovered, sent[1])
 	}
+	// Telemetry: tokens of the definitions sent, against sending everything.
+	r1, r2 := resp.Rounds[0], resp.Rounds[1]
+	if r1.ToolTokens <= 0 || r2.ToolTokens <= r1.ToolTokens || r2.AllToolsTokens <= r2.ToolTokens || r1.AllToolsTokens != r2.AllToolsTokens {
+		t.Fatalf("tokens: round 1 %d, round 2 %d, all %d", r1.ToolTokens, r2.ToolTokens, r2.AllToolsTokens)
+	}
+	if r1.ToolCalls[0].Search == nil || r1.ToolCalls[0].Search.Path != "keyword" {
+		t.Fatalf("search record %+v", r1.ToolCalls[0].Search)
+	}
 	// A new request starts from scratch.
 	ask(t, h, `use get_time with {} to nothing-at-all-xyz`)
 	if sent := model.toolsSent(); !reflect.DeepEqual(sent[3], base) {
