@@ -6,6 +6,7 @@
 //	toolshed plugins validate DIR
 //	toolshed eval --tools TOOLS.jsonl --queries QUERIES.jsonl [--json] [--baseline]
 //	toolshed call [--plugins DIR] [--grants FILE] [--json] TOOL 'JSON-ARGS'
+//	toolshed run [--plugins DIR] [--base-url URL] [--model M] [--search-mode keyword|llm|hybrid] [--json] PROMPT
 //	toolshed plugins pin MANIFEST.json
 //	toolshed version
 package main
@@ -44,6 +45,7 @@ Usage:
   toolshed plugins validate DIR
   toolshed eval --tools TOOLS.jsonl --queries QUERIES.jsonl [--json] [--baseline]
   toolshed call [--plugins DIR] [--grants FILE] [--json] TOOL 'JSON-ARGS'
+  toolshed run [--plugins DIR] [--base-url URL] [--model M] [--search-mode keyword|llm|hybrid] [--json] PROMPT
   toolshed plugins pin MANIFEST.json
   toolshed version
 
@@ -66,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdEval(args[1:], stdout, stderr)
 	case "call":
 		err = cmdCall(args[1:], stdout, stderr)
+	case "run":
+		err = cmdRun(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "toolshed", version)
 	case "help", "-h", "--help":

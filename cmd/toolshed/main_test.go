@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -235,5 +239,73 @@ func TestCacheDirNotInPluginDir(t *testing.T) {
 	code, _, errs := runCLI("call", "--plugins", bundled, "--cache-dir", bundled+"/cache", "slugify", `{"text": "x"}`)
 	if code != 1 || !strings.Contains(errs, "host-owned directory") {
 		t.Fatalf("exit %d %s", code, errs)
+	}
+}
+
+// TestRunJSON drives "toolshed run" against a scripted model on 127.0.0.1:
+// tool_search, then the found plugin tool (real wasm), then the answer.
+func TestRunJSON(t *testing.T) {
+	dir := t.TempDir()
+	module, err := os.ReadFile(wasmbuild.Build(t, "../../plugins/textkit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "textkit.wasm"), module, 0o644)
+	man, _ := os.ReadFile(filepath.Join(bundled, "textkit.json"))
+	os.WriteFile(filepath.Join(dir, "textkit.json"), man, 0o644)
+	runCLI("plugins", "pin", filepath.Join(dir, "textkit.json"))
+	for _, f := range []string{"sql.json", "chart.json", "calculate.json", "glossary.json", "weather.json"} {
+		b, _ := os.ReadFile(filepath.Join(bundled, f))
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct{ Role, Content, Name string }
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		last := req.Messages[len(req.Messages)-1]
+		call := func(name, args string) string {
+			return `{"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"` + name + `","arguments":` + strconv.Quote(args) + `}}]}}]}`
+		}
+		switch {
+		case last.Role == "user":
+			io.WriteString(w, call("tool_search", `{"query":"url slug"}`))
+		case last.Name == "tool_search":
+			io.WriteString(w, call("slugify", `{"text":"Hello Toolshed"}`))
+		default:
+			io.WriteString(w, `{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"slug: `+last.Content+`"}}]}`)
+		}
+	}))
+	defer srv.Close()
+	code, out, errs := runCLI("run", "--plugins", dir, "--base-url", srv.URL+"/v1", "--json", "make a slug")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var v struct {
+		Answer     string
+		Discovered []string
+		Rounds     []struct {
+			Tools     []string
+			ToolCalls []struct {
+				Name, Arguments string
+				IsError         bool
+			} `json:"tool_calls"`
+			ToolTokens     int `json:"tool_tokens"`
+			AllToolsTokens int `json:"all_tools_tokens"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if v.Answer != "slug: hello-toolshed" || len(v.Rounds) != 3 || v.Discovered[0] != "slugify" {
+		t.Fatalf("%s", out)
+	}
+	if strings.Join(v.Rounds[0].Tools, ",") != "current_time,tool_search" || v.Rounds[1].ToolCalls[0].Name != "slugify" ||
+		v.Rounds[0].ToolTokens == 0 || v.Rounds[0].AllToolsTokens <= v.Rounds[0].ToolTokens {
+		t.Fatalf("rounds: %s", out)
+	}
+	if code, _, errs := runCLI("run", "--plugins", dir, "--base-url", srv.URL+"/v1", "--search-mode", "fuzzy", "x"); code != 1 || !strings.Contains(errs, "fuzzy") {
+		t.Fatalf("bad mode: exit %d %s", code, errs)
 	}
 }
