@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -185,6 +186,44 @@ var ErrMaxRounds = errors.New("host: the model was still calling tools after the
 // until the model answers without tool calls or MaxRounds is reached (then
 // the Response so far and ErrMaxRounds).
 func (h *Host) Run(ctx context.Context, messages []openai.ChatCompletionMessage) (*Response, error) {
+	return h.run(ctx, messages, nil)
+}
+
+// Event is what RunStream reports as a request proceeds.
+type Event struct {
+	Kind EventKind
+	// Text is a piece of the answer (EventText).
+	Text string
+	// Call is a tool call (EventToolCall, and with its outcome EventToolResult).
+	Call *ToolCallRecord
+	// Result is the tool's answer (EventToolResult).
+	Result string
+	// Round counts from 1.
+	Round int
+}
+
+// EventKind says what an Event reports.
+type EventKind string
+
+// Event kinds, in the order they occur within a round.
+const (
+	EventRound      EventKind = "round"       // a round starts
+	EventText       EventKind = "text"        // a piece of the model's text
+	EventToolCall   EventKind = "tool_call"   // the model called a tool
+	EventToolResult EventKind = "tool_result" // the call finished
+)
+
+// RunStream is Run with the model's answer streamed: onEvent is called, in
+// order and from one goroutine at a time, with rounds, text pieces and
+// tool calls as they happen. It returns what Run returns.
+func (h *Host) RunStream(ctx context.Context, messages []openai.ChatCompletionMessage, onEvent func(Event)) (*Response, error) {
+	if onEvent == nil {
+		onEvent = func(Event) {}
+	}
+	return h.run(ctx, messages, onEvent)
+}
+
+func (h *Host) run(ctx context.Context, messages []openai.ChatCompletionMessage, onEvent func(Event)) (*Response, error) {
 	s := h.newSession()
 	defer func() {
 		if s.wasm != nil {
@@ -196,16 +235,25 @@ func (h *Host) Run(ctx context.Context, messages []openai.ChatCompletionMessage)
 	for round := 0; round < h.opts.MaxRounds; round++ {
 		tools := s.Tools()
 		rec := Round{Tools: s.ToolNames(), ToolTokens: toolTokens(tools), AllToolsTokens: h.allToolsTokens(s.snap)}
-		out, err := h.complete(ctx, h.opts.Client, openai.ChatCompletionRequest{
-			Model: h.opts.Model, Messages: msgs, Tools: tools,
-		})
+		req := openai.ChatCompletionRequest{Model: h.opts.Model, Messages: msgs, Tools: tools}
+		var msg openai.ChatCompletionMessage
+		var err error
+		if onEvent != nil {
+			onEvent(Event{Kind: EventRound, Round: round + 1})
+			msg, err = h.stream(ctx, req, func(text string) { onEvent(Event{Kind: EventText, Text: text, Round: round + 1}) })
+		} else {
+			var out openai.ChatCompletionResponse
+			out, err = h.complete(ctx, h.opts.Client, req)
+			if err == nil && len(out.Choices) == 0 {
+				err = errors.New("the model returned no choice")
+			}
+			if err == nil {
+				msg = out.Choices[0].Message
+			}
+		}
 		if err != nil {
 			return h.finish(resp, s, msgs), fmt.Errorf("host: round %d: model: %w", round+1, err)
 		}
-		if len(out.Choices) == 0 {
-			return h.finish(resp, s, msgs), fmt.Errorf("host: round %d: the model returned no choice", round+1)
-		}
-		msg := out.Choices[0].Message
 		if msg.Role == "" {
 			msg.Role = openai.ChatMessageRoleAssistant
 		}
@@ -215,8 +263,18 @@ func (h *Host) Run(ctx context.Context, messages []openai.ChatCompletionMessage)
 			resp.Answer = msg.Content
 			return h.finish(resp, s, msgs), nil
 		}
+		if onEvent != nil {
+			for _, c := range msg.ToolCalls {
+				onEvent(Event{Kind: EventToolCall, Round: round + 1, Call: &ToolCallRecord{Name: c.Function.Name, Arguments: c.Function.Arguments}})
+			}
+		}
 		results, records := h.runCalls(ctx, s, msg.ToolCalls)
 		rec.ToolCalls = records
+		if onEvent != nil {
+			for i := range records {
+				onEvent(Event{Kind: EventToolResult, Round: round + 1, Call: &records[i], Result: results[i].Content})
+			}
+		}
 		resp.Rounds = append(resp.Rounds, rec)
 		h.log.Info("round", "round", round+1, "tools", len(rec.Tools), "calls", len(records))
 		msgs = append(msgs, results...)
@@ -308,6 +366,86 @@ func (h *Host) dispatch(ctx context.Context, s *Session, name, args string) (Res
 		return Result{Content: fmt.Sprintf("tool %q failed: %v", name, err), IsError: true}, nil
 	}
 	return Result{Content: res.Content, IsError: res.IsError}, nil
+}
+
+// stream makes one streaming model call and assembles the message: text
+// pieces go to onText as they come; tool calls are put together from
+// their deltas. A stream that ends early is an error. A failure before the
+// first piece arrives is retried like a plain call.
+func (h *Host) stream(ctx context.Context, req openai.ChatCompletionRequest, onText func(string)) (openai.ChatCompletionMessage, error) {
+	req.Stream = true
+	wait := h.opts.RetryBackoff
+	var st *openai.ChatCompletionStream
+	for attempt := 0; ; attempt++ {
+		var err error
+		st, err = h.opts.Client.CreateChatCompletionStream(ctx, req)
+		if err == nil {
+			break
+		}
+		if attempt >= h.opts.Retries || !retryable(err) || ctx.Err() != nil {
+			return openai.ChatCompletionMessage{}, err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return openai.ChatCompletionMessage{}, ctx.Err()
+		}
+		wait = min(2*wait, 8*time.Second)
+	}
+	defer st.Close()
+	msg := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant}
+	var text strings.Builder
+	var calls []openai.ToolCall
+	finished := false
+	idle := time.AfterFunc(h.opts.RequestTimeout, func() { st.Close() })
+	defer idle.Stop()
+	for {
+		chunk, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return msg, fmt.Errorf("the model's stream broke off: %w", err)
+		}
+		idle.Reset(h.opts.RequestTimeout)
+		for _, ch := range chunk.Choices {
+			if ch.FinishReason != "" {
+				finished = true
+			}
+			if d := ch.Delta.Content; d != "" {
+				text.WriteString(d)
+				onText(d)
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				i := len(calls)
+				if tc.Index != nil {
+					i = *tc.Index
+				} else if tc.ID == "" && len(calls) > 0 {
+					i = len(calls) - 1 // a continuation without an index
+				}
+				if i < 0 || i > 128 {
+					return msg, fmt.Errorf("the model's stream has a tool call with index %d", i)
+				}
+				for len(calls) <= i {
+					calls = append(calls, openai.ToolCall{Type: openai.ToolTypeFunction})
+				}
+				c := &calls[i]
+				if tc.ID != "" {
+					c.ID = tc.ID
+				}
+				if tc.Function.Name != "" {
+					c.Function.Name += tc.Function.Name
+				}
+				c.Function.Arguments += tc.Function.Arguments
+			}
+		}
+	}
+	if !finished {
+		return msg, errors.New("the model's stream ended before the answer was finished")
+	}
+	msg.Content = text.String()
+	msg.ToolCalls = calls
+	return msg, nil
 }
 
 // toolTokens counts the tokens of tool definitions as sent.

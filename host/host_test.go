@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -30,6 +31,41 @@ type scripted struct {
 	requests []openai.ChatCompletionRequest
 	// choose answers selection requests (LLM search mode).
 	choose string
+	// cut makes streams stop half way, as a dropped connection would.
+	cut bool
+}
+
+// writeStream sends msg as server-sent events: text in small pieces, each
+// tool call's arguments split over two chunks.
+func writeStream(w http.ResponseWriter, msg openai.ChatCompletionMessage, cut bool) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	send := func(delta openai.ChatCompletionStreamChoiceDelta, finish string) {
+		b, _ := json.Marshal(openai.ChatCompletionStreamResponse{ID: "s", Object: "chat.completion.chunk",
+			Choices: []openai.ChatCompletionStreamChoice{{Index: 0, Delta: delta, FinishReason: openai.FinishReason(finish)}}})
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		w.(http.Flusher).Flush()
+	}
+	send(openai.ChatCompletionStreamChoiceDelta{Role: "assistant"}, "")
+	for i := 0; i < len(msg.Content); i += 3 {
+		send(openai.ChatCompletionStreamChoiceDelta{Content: msg.Content[i:min(i+3, len(msg.Content))]}, "")
+		if cut && i >= 3 {
+			return // the connection drops: no finish, no [DONE]
+		}
+	}
+	for i, c := range msg.ToolCalls {
+		idx := i
+		half := len(c.Function.Arguments) / 2
+		send(openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{{Index: &idx, ID: c.ID, Type: "function",
+			Function: openai.FunctionCall{Name: c.Function.Name, Arguments: c.Function.Arguments[:half]}}}}, "")
+		send(openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{{Index: &idx,
+			Function: openai.FunctionCall{Arguments: c.Function.Arguments[half:]}}}}, "")
+	}
+	finish := "stop"
+	if len(msg.ToolCalls) > 0 {
+		finish = "tool_calls"
+	}
+	send(openai.ChatCompletionStreamChoiceDelta{}, finish)
+	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
 func (m *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -43,6 +79,10 @@ func (m *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.requests = append(m.requests, req)
 	m.mu.Unlock()
 	msg := m.reply(req)
+	if req.Stream {
+		writeStream(w, msg, m.cut)
+		return
+	}
 	json.NewEncoder(w).Encode(openai.ChatCompletionResponse{ID: "x", Object: "chat.completion", Model: req.Model,
 		Choices: []openai.ChatCompletionChoice{{Index: 0, Message: msg, FinishReason: "stop"}}})
 }
@@ -287,4 +327,50 @@ func TestConcurrentRequestsIsolated(t *testing.T) {
 
 func sha(b []byte) string {
 	return fmt.Sprintf("%x", sha256Sum(b))
+}
+
+func TestRunStream(t *testing.T) {
+	model := &scripted{}
+	h, _ := newHost(t, model, host.Options{})
+	var events []host.Event
+	resp, err := h.RunStream(context.Background(), []openai.ChatCompletionMessage{{Role: "user",
+		Content: `use slugify with {"text":"Streaming_Works_Fine"} to url-slug`}}, func(e host.Event) { events = append(events, e) })
+	if err != nil || resp.Answer != "answer: streaming-works-fine" {
+		t.Fatalf("answer %q err %v", resp.Answer, err)
+	}
+	var kinds []string
+	var text strings.Builder
+	for _, e := range events {
+		if e.Kind == host.EventText {
+			text.WriteString(e.Text)
+			continue
+		}
+		kinds = append(kinds, string(e.Kind))
+	}
+	want := "round tool_call tool_result round tool_call tool_result round"
+	if strings.Join(kinds, " ") != want || text.String() != resp.Answer {
+		t.Fatalf("events %v text %q", kinds, text.String())
+	}
+	if sent := model.toolsSent(); !contains(sent[1], "slugify") || contains(sent[0], "slugify") {
+		t.Fatalf("tools sent %v", sent)
+	}
+}
+
+func TestStreamCutIsAnError(t *testing.T) {
+	model := &scripted{cut: true}
+	h, _ := newHost(t, model, host.Options{AutoDiscover: true})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.RunStream(context.Background(), []openai.ChatCompletionMessage{{Role: "user",
+			Content: `use slugify with {"text":"a_b_c_d_e"} to zzzz-none`}}, nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "stream") {
+			t.Fatalf("err %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a cut stream hung the request")
+	}
 }
