@@ -7,6 +7,7 @@
 //	toolshed eval --tools TOOLS.jsonl --queries QUERIES.jsonl [--json] [--baseline]
 //	toolshed call [--plugins DIR] [--grants FILE] [--json] TOOL 'JSON-ARGS'
 //	toolshed run [--plugins DIR] [--base-url URL] [--model M] [--search-mode keyword|llm|hybrid] [--json] PROMPT
+//	toolshed chat [--plugins DIR] [--base-url URL] [--model M] [--search-mode MODE]
 //	toolshed plugins pin MANIFEST.json
 //	toolshed version
 package main
@@ -17,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // version is set at build time (-ldflags "-X main.version=...").
@@ -34,8 +36,12 @@ func (e *exitError) Error() string { return e.msg }
 var errUsage = errors.New("usage")
 
 func main() {
+	stdin = os.Stdin
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// stdin feeds "toolshed chat"; tests replace it.
+var stdin io.Reader = strings.NewReader("")
 
 const usage = `Toolshed: a host for LLM-agent tools with tool search.
 
@@ -46,6 +52,7 @@ Usage:
   toolshed eval --tools TOOLS.jsonl --queries QUERIES.jsonl [--json] [--baseline]
   toolshed call [--plugins DIR] [--grants FILE] [--json] TOOL 'JSON-ARGS'
   toolshed run [--plugins DIR] [--base-url URL] [--model M] [--search-mode keyword|llm|hybrid] [--json] PROMPT
+  toolshed chat [--plugins DIR] [--base-url URL] [--model M] [--search-mode MODE]
   toolshed plugins pin MANIFEST.json
   toolshed version
 
@@ -70,6 +77,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdCall(args[1:], stdout, stderr)
 	case "run":
 		err = cmdRun(args[1:], stdout, stderr)
+	case "chat":
+		err = cmdChat(args[1:], stdin, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "toolshed", version)
 	case "help", "-h", "--help":

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolshed/toolshed/internal/wasmbuild"
@@ -307,5 +309,56 @@ func TestRunJSON(t *testing.T) {
 	}
 	if code, _, errs := runCLI("run", "--plugins", dir, "--base-url", srv.URL+"/v1", "--search-mode", "fuzzy", "x"); code != 1 || !strings.Contains(errs, "fuzzy") {
 		t.Fatalf("bad mode: exit %d %s", code, errs)
+	}
+}
+
+// TestChat types two lines into "toolshed chat" against a streaming
+// scripted model; each line is its own request.
+func TestChat(t *testing.T) {
+	var mu sync.Mutex
+	var toolLists [][]string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Stream   bool
+			Messages []struct{ Role, Content, Name string }
+			Tools    []struct{ Function struct{ Name string } }
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		var names []string
+		for _, tl := range req.Tools {
+			names = append(names, tl.Function.Name)
+		}
+		mu.Lock()
+		toolLists = append(toolLists, names)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := func(delta string, finish string) {
+			fmt.Fprintf(w, "data: {\"id\":\"s\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, finish)
+		}
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == "user" && strings.Contains(last.Content, "time") {
+			chunk(`{"role":"assistant","tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"current_time","arguments":"{}"}}]}`, "null")
+			chunk(`{}`, `"tool_calls"`)
+		} else {
+			chunk(`{"role":"assistant","content":"It is "}`, "null")
+			chunk(`{"content":"late."}`, "null")
+			chunk(`{}`, `"stop"`)
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	stdin = strings.NewReader("what time is it\nthanks\n")
+	defer func() { stdin = strings.NewReader("") }()
+	code, out, errs := runCLI("chat", "--plugins", bundled, "--base-url", srv.URL+"/v1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "[current_time {}]") || !strings.Contains(out, "[current_time: ok,") || strings.Count(out, "It is late.") != 2 {
+		t.Fatalf("transcript:\n%s", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(toolLists) != 3 || strings.Join(toolLists[2], ",") != "current_time,tool_search" {
+		t.Fatalf("tool lists %v", toolLists)
 	}
 }

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strings"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -39,15 +42,73 @@ type toolCallJSON struct {
 	Search    *host.SearchRecord `json:"search,omitempty"`
 }
 
+// agentFlags are the flags run and chat share.
+type agentFlags struct {
+	dir, baseURL, model, mode, grants *string
+	maxRounds                         *int
+}
+
+func addAgentFlags(fs *flag.FlagSet) *agentFlags {
+	return &agentFlags{
+		dir:       fs.String("plugins", defaultPluginDir(), "plugin directory"),
+		baseURL:   fs.String("base-url", os.Getenv("OPENAI_BASE_URL"), "OpenAI-compatible API base URL (default $OPENAI_BASE_URL)"),
+		model:     fs.String("model", envOr("TOOLSHED_MODEL", "gpt-4o-mini"), "model name (default $TOOLSHED_MODEL or gpt-4o-mini)"),
+		mode:      fs.String("search-mode", "hybrid", "tool_search mode: keyword, llm or hybrid"),
+		grants:    fs.String("grants", "", "operator grants and caps `FILE` for plugins (docs/RUNTIME.md)"),
+		maxRounds: fs.Int("max-rounds", 16, "most model rounds per request"),
+	}
+}
+
+// build makes the agent host; close releases the plugin runtime.
+func (f *agentFlags) build(stderr io.Writer) (h *host.Host, closeFn func(), err error) {
+	switch host.Mode(*f.mode) {
+	case host.ModeKeyword, host.ModeLLM, host.ModeHybrid:
+	default:
+		return nil, nil, fmt.Errorf("--search-mode %q: want keyword, llm or hybrid", *f.mode)
+	}
+	if *f.baseURL == "" {
+		return nil, nil, errors.New("no model endpoint: set OPENAI_BASE_URL (or --base-url) to an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1")
+	}
+	cfg := openai.DefaultConfig(os.Getenv("OPENAI_API_KEY"))
+	cfg.BaseURL = strings.TrimRight(*f.baseURL, "/")
+	snap, err := catalog.Load(*f.dir, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range snap.Errors {
+		fmt.Fprintf(stderr, "toolshed: skipped %s\n", indent(e.Error()))
+	}
+	wopts := &wasm.Options{Logger: newLogger(stderr)}
+	if *f.grants != "" {
+		if wopts.Caps, wopts.Grants, err = wasm.LoadGrants(*f.grants); err != nil {
+			return nil, nil, err
+		}
+	}
+	rt, err := wasm.New(wopts)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err = host.New(host.Options{
+		Client:    openai.NewClientWithConfig(cfg),
+		Model:     *f.model,
+		Tools:     []host.GoTool{builtin.CurrentTime(nil)},
+		Catalog:   func() *catalog.Snapshot { return snap },
+		Runtime:   rt,
+		Search:    host.SearchOptions{Mode: host.Mode(*f.mode)},
+		MaxRounds: *f.maxRounds,
+		Logger:    newLogger(stderr),
+	})
+	if err != nil {
+		rt.Close(context.Background())
+		return nil, nil, err
+	}
+	return h, func() { rt.Close(context.Background()) }, nil
+}
+
 func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", stderr)
-	dir := fs.String("plugins", defaultPluginDir(), "plugin directory")
-	baseURL := fs.String("base-url", os.Getenv("OPENAI_BASE_URL"), "OpenAI-compatible API base URL (default $OPENAI_BASE_URL)")
-	model := fs.String("model", envOr("TOOLSHED_MODEL", "gpt-4o-mini"), "model name (default $TOOLSHED_MODEL or gpt-4o-mini)")
-	mode := fs.String("search-mode", "hybrid", "tool_search mode: keyword, llm or hybrid")
-	grantsPath := fs.String("grants", "", "operator grants and caps `FILE` for plugins (docs/RUNTIME.md)")
+	af := addAgentFlags(fs)
 	asJSON := fs.Bool("json", false, "print the answer, discoveries and per-round telemetry as JSON")
-	maxRounds := fs.Int("max-rounds", 16, "most model rounds for the request")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolshed run [--plugins DIR] [--base-url URL] [--model M] [--search-mode keyword|llm|hybrid] [--json] PROMPT")
 		fs.PrintDefaults()
@@ -61,47 +122,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	switch host.Mode(*mode) {
-	case host.ModeKeyword, host.ModeLLM, host.ModeHybrid:
-	default:
-		return fmt.Errorf("--search-mode %q: want keyword, llm or hybrid", *mode)
-	}
-	if *baseURL == "" {
-		return errors.New("no model endpoint: set OPENAI_BASE_URL (or --base-url) to an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1")
-	}
-	cfg := openai.DefaultConfig(os.Getenv("OPENAI_API_KEY"))
-	cfg.BaseURL = strings.TrimRight(*baseURL, "/")
-	snap, err := catalog.Load(*dir, nil)
+	h, closeFn, err := af.build(stderr)
 	if err != nil {
 		return err
 	}
-	for _, e := range snap.Errors {
-		fmt.Fprintf(stderr, "toolshed: skipped %s\n", indent(e.Error()))
-	}
-	wopts := &wasm.Options{Logger: newLogger(stderr)}
-	if *grantsPath != "" {
-		if wopts.Caps, wopts.Grants, err = wasm.LoadGrants(*grantsPath); err != nil {
-			return err
-		}
-	}
-	rt, err := wasm.New(wopts)
-	if err != nil {
-		return err
-	}
-	defer rt.Close(context.Background())
-	h, err := host.New(host.Options{
-		Client:    openai.NewClientWithConfig(cfg),
-		Model:     *model,
-		Tools:     []host.GoTool{builtin.CurrentTime(nil)},
-		Catalog:   func() *catalog.Snapshot { return snap },
-		Runtime:   rt,
-		Search:    host.SearchOptions{Mode: host.Mode(*mode)},
-		MaxRounds: *maxRounds,
-		Logger:    newLogger(stderr),
-	})
-	if err != nil {
-		return err
-	}
+	defer closeFn()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	resp, runErr := h.Run(ctx, []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: prompt}})
@@ -131,6 +156,67 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, resp.Answer)
 	}
 	return runErr
+}
+
+// cmdChat is an interactive session: each line typed is one request (its
+// own tool discoveries), with the earlier questions and answers as context.
+func cmdChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("chat", stderr)
+	af := addAgentFlags(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		fmt.Fprintln(stderr, "usage: toolshed chat [--plugins DIR] [--base-url URL] [--model M] [--search-mode MODE]")
+		return errUsage
+	}
+	h, closeFn, err := af.build(stderr)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	fmt.Fprintln(stdout, "Toolshed chat: one request per line; Ctrl-D to leave.")
+	var history []openai.ChatCompletionMessage
+	sc := bufio.NewScanner(stdin)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for {
+		fmt.Fprint(stdout, "> ")
+		if !sc.Scan() {
+			fmt.Fprintln(stdout)
+			return sc.Err()
+		}
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		msgs := append(append([]openai.ChatCompletionMessage(nil), history...), openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: line})
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		resp, err := h.RunStream(ctx, msgs, func(e host.Event) {
+			switch e.Kind {
+			case host.EventText:
+				fmt.Fprint(stdout, e.Text)
+			case host.EventToolCall:
+				fmt.Fprintf(stdout, "  [%s %s]\n", e.Call.Name, e.Call.Arguments)
+			case host.EventToolResult:
+				mark := "ok"
+				if e.Call.IsError {
+					mark = "error"
+				}
+				fmt.Fprintf(stdout, "  [%s: %s, %s]\n", e.Call.Name, mark, e.Call.Duration.Round(time.Millisecond))
+			}
+		})
+		stop()
+		fmt.Fprintln(stdout)
+		if err != nil {
+			fmt.Fprintln(stderr, "toolshed:", err)
+			continue
+		}
+		if len(resp.Discovered) > 0 {
+			fmt.Fprintf(stdout, "  (tools found this turn: %s)\n", strings.Join(resp.Discovered, ", "))
+		}
+		history = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: resp.Answer})
+	}
 }
 
 func envOr(key, def string) string {
