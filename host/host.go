@@ -41,6 +41,9 @@ type GoTool struct {
 	// Call runs the tool. Its Result (IsError included) goes to the model;
 	// a Go error is reported to the model as a tool failure.
 	Call func(ctx context.Context, args json.RawMessage) (Result, error)
+	// SessionCall, when set instead of Call, also gets the request's
+	// Session (for tools with per-request state).
+	SessionCall func(ctx context.Context, s *Session, args json.RawMessage) (Result, error)
 }
 
 // Result is a tool's answer to the model.
@@ -131,8 +134,8 @@ func New(opts Options) (*Host, error) {
 		if _, dup := h.byName[t.Name]; dup {
 			panic(fmt.Sprintf("host: tool %q registered twice", t.Name))
 		}
-		if t.Call == nil {
-			panic(fmt.Sprintf("host: tool %q has no Call", t.Name))
+		if (t.Call == nil) == (t.SessionCall == nil) {
+			panic(fmt.Sprintf("host: tool %q needs exactly one of Call and SessionCall", t.Name))
 		}
 		h.goTools = append(h.goTools, t)
 		h.byName[t.Name] = &h.goTools[len(h.goTools)-1]
@@ -342,7 +345,13 @@ func (h *Host) dispatch(ctx context.Context, s *Session, name, args string) (Res
 		if msg := validateArgs(t.Parameters, raw); msg != "" {
 			return Result{Content: msg, IsError: true}, nil
 		}
-		res, err := t.Call(ctx, raw)
+		var res Result
+		var err error
+		if t.SessionCall != nil {
+			res, err = t.SessionCall(ctx, s, raw)
+		} else {
+			res, err = t.Call(ctx, raw)
+		}
 		if err != nil {
 			return Result{Content: fmt.Sprintf("%s failed: %v", name, err), IsError: true}, nil
 		}

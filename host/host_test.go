@@ -18,6 +18,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/toolshed/toolshed/host"
+	"github.com/toolshed/toolshed/host/builtin"
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/wasm"
 	"github.com/toolshed/toolshed/internal/wasmbuild"
@@ -372,5 +373,16 @@ func TestStreamCutIsAnError(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("a cut stream hung the request")
+	}
+}
+
+func TestTodoIsPerRequest(t *testing.T) {
+	h, _ := newHost(t, &scripted{}, host.Options{Tools: []host.GoTool{builtin.Todo()}})
+	resp := ask(t, h, `use todo_write with {"todos":[{"content":"query","status":"completed"},{"content":"chart","status":"pending"}]} to zzzz-none`)
+	if resp.Answer != "answer: [x] query\n[ ] chart\n1 of 2 done" {
+		t.Fatalf("answer %q", resp.Answer)
+	}
+	if got := resp.Rounds[0].Tools; strings.Join(got, ",") != "todo_write,get_time,tool_search" {
+		t.Fatalf("tools %v", got)
 	}
 }

@@ -24,6 +24,24 @@ type Session struct {
 	known      map[string]bool // discovered, by name
 	searches   map[string]string
 	nSearches  int
+	state      map[string]any
+}
+
+// State returns the request's value for key, made by init on first use:
+// per-request state for always-on tools (a todo list). Values live as long
+// as the request.
+func (s *Session) State(key string, init func() any) any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == nil {
+		s.state = map[string]any{}
+	}
+	v, ok := s.state[key]
+	if !ok {
+		v = init()
+		s.state[key] = v
+	}
+	return v
 }
 
 func (h *Host) newSession() *Session {

@@ -303,7 +303,7 @@ func TestRunJSON(t *testing.T) {
 	if v.Answer != "slug: hello-toolshed" || len(v.Rounds) != 3 || v.Discovered[0] != "slugify" {
 		t.Fatalf("%s", out)
 	}
-	if strings.Join(v.Rounds[0].Tools, ",") != "current_time,tool_search" || v.Rounds[1].ToolCalls[0].Name != "slugify" ||
+	if strings.Join(v.Rounds[0].Tools, ",") != "current_time,todo_write,tool_search" || v.Rounds[1].ToolCalls[0].Name != "slugify" ||
 		v.Rounds[0].ToolTokens == 0 || v.Rounds[0].AllToolsTokens <= v.Rounds[0].ToolTokens {
 		t.Fatalf("rounds: %s", out)
 	}
@@ -349,7 +349,7 @@ func TestChat(t *testing.T) {
 	defer srv.Close()
 	stdin = strings.NewReader("what time is it\nthanks\n")
 	defer func() { stdin = strings.NewReader("") }()
-	code, out, errs := runCLI("chat", "--plugins", bundled, "--base-url", srv.URL+"/v1")
+	code, out, errs := runCLI("chat", "--plugins", bundled, "--base-url", srv.URL+"/v1", "--no-todo")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

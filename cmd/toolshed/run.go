@@ -45,6 +45,8 @@ type toolCallJSON struct {
 // agentFlags are the flags run and chat share.
 type agentFlags struct {
 	dir, baseURL, model, mode, grants *string
+	workspace, skills                 *string
+	shell, noTime, noTodo             *bool
 	maxRounds                         *int
 }
 
@@ -56,7 +58,44 @@ func addAgentFlags(fs *flag.FlagSet) *agentFlags {
 		mode:      fs.String("search-mode", "hybrid", "tool_search mode: keyword, llm or hybrid"),
 		grants:    fs.String("grants", "", "operator grants and caps `FILE` for plugins (docs/RUNTIME.md)"),
 		maxRounds: fs.Int("max-rounds", 16, "most model rounds per request"),
+		workspace: fs.String("workspace", "", "`DIR` the file tools (read_file, list_dir, grep) may read; none without it"),
+		skills:    fs.String("skills", "", "`DIR` of skill files for the skill tool; none without it"),
+		shell:     fs.Bool("shell", false, "enable the shell tool in the workspace (NOT sandboxed: it runs with your rights)"),
+		noTime:    fs.Bool("no-time", false, "turn off the current_time tool"),
+		noTodo:    fs.Bool("no-todo", false, "turn off the todo_write tool"),
 	}
+}
+
+// tools are the always-on built-ins the flags enable, in a fixed order.
+func (f *agentFlags) tools() ([]host.GoTool, error) {
+	var out []host.GoTool
+	if !*f.noTime {
+		out = append(out, builtin.CurrentTime(nil))
+	}
+	if !*f.noTodo {
+		out = append(out, builtin.Todo())
+	}
+	if *f.workspace != "" {
+		ws, err := builtin.Workspace(*f.workspace)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ws...)
+	}
+	if *f.skills != "" {
+		sk, err := builtin.Skills(*f.skills)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sk)
+	}
+	if *f.shell {
+		if *f.workspace == "" {
+			return nil, errors.New("--shell needs --workspace: the directory the commands run in")
+		}
+		out = append(out, builtin.Shell(*f.workspace, 0, 0))
+	}
+	return out, nil
 }
 
 // build makes the agent host; close releases the plugin runtime.
@@ -68,6 +107,10 @@ func (f *agentFlags) build(stderr io.Writer) (h *host.Host, closeFn func(), err 
 	}
 	if *f.baseURL == "" {
 		return nil, nil, errors.New("no model endpoint: set OPENAI_BASE_URL (or --base-url) to an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1")
+	}
+	tools, err := f.tools()
+	if err != nil {
+		return nil, nil, err
 	}
 	cfg := openai.DefaultConfig(os.Getenv("OPENAI_API_KEY"))
 	cfg.BaseURL = strings.TrimRight(*f.baseURL, "/")
@@ -91,7 +134,7 @@ func (f *agentFlags) build(stderr io.Writer) (h *host.Host, closeFn func(), err 
 	h, err = host.New(host.Options{
 		Client:    openai.NewClientWithConfig(cfg),
 		Model:     *f.model,
-		Tools:     []host.GoTool{builtin.CurrentTime(nil)},
+		Tools:     tools,
 		Catalog:   func() *catalog.Snapshot { return snap },
 		Runtime:   rt,
 		Search:    host.SearchOptions{Mode: host.Mode(*f.mode)},
