@@ -123,14 +123,18 @@ func (m *scripted) toolsSent() [][]string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out [][]string
-	for _, r := range m.requests {
-		var names []string
-		for _, t := range r.Tools {
-			names = append(names, t.Function.Name)
-		}
-		out = append(out, names)
+	for i := range m.requests {
+		out = append(out, m.toolsSentLocked(i))
 	}
 	return out
+}
+
+func (m *scripted) toolsSentLocked(i int) []string {
+	names := []string{}
+	for _, t := range m.requests[i].Tools {
+		names = append(names, t.Function.Name)
+	}
+	return names
 }
 
 func textkitCatalog(t testing.TB) *catalog.Snapshot {
@@ -300,7 +304,7 @@ func TestConcurrentRequestsIsolated(t *testing.T) {
 	model := &scripted{}
 	h, _ := newHost(t, model, host.Options{})
 	var wg sync.WaitGroup
-	for i := 0; i < 40; i++ {
+	for i := 0; i < 200; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
