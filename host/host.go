@@ -60,10 +60,15 @@ type Options struct {
 	Model  string
 	// Tools are the always-on tools, sent in this order every round.
 	Tools []GoTool
+	// PluginDir, when Catalog is nil, is loaded once as the catalog of
+	// deferred tools; and when Runtime is nil, a runtime with default
+	// options (nothing granted) is made for it, closed by Host.Close.
+	PluginDir string
 	// Catalog returns the current snapshot of deferred tools; each request
-	// keeps the one it started with. Nil: no deferred tools.
+	// keeps the one it started with. Nil (and no PluginDir): none.
 	Catalog func() *catalog.Snapshot
-	// Runtime runs plugins; nil: deferred tools cannot be called.
+	// Runtime runs plugins; nil (and no PluginDir): deferred tools cannot
+	// be called.
 	Runtime *wasm.Host
 	// Search configures tool_search.
 	Search SearchOptions
@@ -99,9 +104,19 @@ type Host struct {
 	runtime *wasm.Host
 	log     *slog.Logger
 
+	ownRuntime bool // made by New, closed by Close
+
 	tokMu   sync.Mutex
 	tokSnap *catalog.Snapshot
 	tokAll  int
+}
+
+// Close releases what New made (the plugin runtime for PluginDir).
+func (h *Host) Close(ctx context.Context) error {
+	if h.ownRuntime {
+		return h.runtime.Close(ctx)
+	}
+	return nil
 }
 
 // New checks the options and returns a Host. It panics on programmer
@@ -127,6 +142,23 @@ func New(opts Options) (*Host, error) {
 		h.opts.RequestTimeout = 2 * time.Minute
 	}
 	h.opts.Search = h.opts.Search.withDefaults()
+	if opts.PluginDir != "" && opts.Catalog == nil {
+		snap, err := catalog.Load(opts.PluginDir, nil)
+		if err != nil {
+			return nil, fmt.Errorf("host: %w", err)
+		}
+		for _, e := range snap.Errors {
+			h.log.Warn("plugin manifest skipped", "file", e.File, "error", e.Err)
+		}
+		h.opts.Catalog = func() *catalog.Snapshot { return snap }
+	}
+	if opts.PluginDir != "" && opts.Runtime == nil {
+		rt, err := wasm.New(&wasm.Options{Logger: opts.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("host: %w", err)
+		}
+		h.runtime, h.ownRuntime = rt, true
+	}
 	for _, t := range opts.Tools {
 		if t.Name == ToolSearchName {
 			panic(fmt.Sprintf("host: tool name %q is reserved", t.Name))
@@ -262,6 +294,7 @@ func (h *Host) run(ctx context.Context, messages []openai.ChatCompletionMessage,
 		}
 		msgs = append(msgs, msg)
 		if len(msg.ToolCalls) == 0 {
+			h.logRound(round+1, rec)
 			resp.Rounds = append(resp.Rounds, rec)
 			resp.Answer = msg.Content
 			return h.finish(resp, s, msgs), nil
@@ -279,10 +312,28 @@ func (h *Host) run(ctx context.Context, messages []openai.ChatCompletionMessage,
 			}
 		}
 		resp.Rounds = append(resp.Rounds, rec)
-		h.log.Info("round", "round", round+1, "tools", len(rec.Tools), "calls", len(records))
+		h.logRound(round+1, rec)
 		msgs = append(msgs, results...)
 	}
 	return h.finish(resp, s, msgs), ErrMaxRounds
+}
+
+// logRound writes a round's telemetry to the log.
+func (h *Host) logRound(n int, r Round) {
+	var calls []string
+	for _, c := range r.ToolCalls {
+		outcome := "ok"
+		if c.IsError {
+			outcome = "error"
+		}
+		entry := fmt.Sprintf("%s:%s:%s", c.Name, outcome, c.Duration.Round(time.Microsecond))
+		if c.Search != nil {
+			entry += fmt.Sprintf("(mode=%s path=%s found=%d)", c.Search.Mode, c.Search.Path, len(c.Search.Found))
+		}
+		calls = append(calls, entry)
+	}
+	h.log.Info("round", "round", n, "tools_sent", r.Tools, "tool_tokens", r.ToolTokens,
+		"all_tools_tokens", r.AllToolsTokens, "calls", calls)
 }
 
 func (h *Host) finish(r *Response, s *Session, msgs []openai.ChatCompletionMessage) *Response {

@@ -390,3 +390,24 @@ func TestTodoIsPerRequest(t *testing.T) {
 		t.Fatalf("tools %v", got)
 	}
 }
+
+// TestPluginDirOption: the embedding shortcut loads the directory and makes
+// its own runtime.
+func TestPluginDirOption(t *testing.T) {
+	snap := textkitCatalog(t)
+	srv := httptest.NewServer(&scripted{})
+	defer srv.Close()
+	cfg := openai.DefaultConfig("k")
+	cfg.BaseURL = srv.URL + "/v1"
+	h, err := host.New(host.Options{Client: openai.NewClientWithConfig(cfg), Model: "m", PluginDir: snap.Dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	if resp := ask(t, h, `use slugify with {"text":"Dir_Option"} to url-slug`); resp.Answer != "answer: dir-option" {
+		t.Fatalf("answer %q", resp.Answer)
+	}
+	if _, err := host.New(host.Options{Client: openai.NewClientWithConfig(cfg), Model: "m", PluginDir: "/nonexistent"}); err == nil {
+		t.Fatal("a missing plugin directory was accepted")
+	}
+}

@@ -45,6 +45,7 @@ type toolCallJSON struct {
 // agentFlags are the flags run and chat share.
 type agentFlags struct {
 	dir, baseURL, model, mode, grants *string
+	searchModel                       *string
 	workspace, skills                 *string
 	shell, noTime, noTodo             *bool
 	maxRounds                         *int
@@ -52,17 +53,18 @@ type agentFlags struct {
 
 func addAgentFlags(fs *flag.FlagSet) *agentFlags {
 	return &agentFlags{
-		dir:       fs.String("plugins", defaultPluginDir(), "plugin directory"),
-		baseURL:   fs.String("base-url", os.Getenv("OPENAI_BASE_URL"), "OpenAI-compatible API base URL (default $OPENAI_BASE_URL)"),
-		model:     fs.String("model", envOr("TOOLSHED_MODEL", "gpt-4o-mini"), "model name (default $TOOLSHED_MODEL or gpt-4o-mini)"),
-		mode:      fs.String("search-mode", "hybrid", "tool_search mode: keyword, llm or hybrid"),
-		grants:    fs.String("grants", "", "operator grants and caps `FILE` for plugins (docs/RUNTIME.md)"),
-		maxRounds: fs.Int("max-rounds", 16, "most model rounds per request"),
-		workspace: fs.String("workspace", "", "`DIR` the file tools (read_file, list_dir, grep) may read; none without it"),
-		skills:    fs.String("skills", "", "`DIR` of skill files for the skill tool; none without it"),
-		shell:     fs.Bool("shell", false, "enable the shell tool in the workspace (NOT sandboxed: it runs with your rights)"),
-		noTime:    fs.Bool("no-time", false, "turn off the current_time tool"),
-		noTodo:    fs.Bool("no-todo", false, "turn off the todo_write tool"),
+		dir:         fs.String("plugins", defaultPluginDir(), "plugin directory"),
+		baseURL:     fs.String("base-url", os.Getenv("OPENAI_BASE_URL"), "OpenAI-compatible API base URL (default $OPENAI_BASE_URL)"),
+		model:       fs.String("model", envOr("TOOLSHED_MODEL", "gpt-4o-mini"), "model name (default $TOOLSHED_MODEL or gpt-4o-mini)"),
+		mode:        fs.String("search-mode", "hybrid", "tool_search mode: keyword, llm or hybrid"),
+		searchModel: fs.String("search-model", "", "model that chooses tools in llm/hybrid search (default: --model)"),
+		grants:      fs.String("grants", "", "operator grants and caps `FILE` for plugins (docs/RUNTIME.md)"),
+		maxRounds:   fs.Int("max-rounds", 16, "most model rounds per request"),
+		workspace:   fs.String("workspace", "", "`DIR` the file tools (read_file, list_dir, grep) may read; none without it"),
+		skills:      fs.String("skills", "", "`DIR` of skill files for the skill tool; none without it"),
+		shell:       fs.Bool("shell", false, "enable the shell tool in the workspace (NOT sandboxed: it runs with your rights)"),
+		noTime:      fs.Bool("no-time", false, "turn off the current_time tool"),
+		noTodo:      fs.Bool("no-todo", false, "turn off the todo_write tool"),
 	}
 }
 
@@ -137,7 +139,7 @@ func (f *agentFlags) build(stderr io.Writer) (h *host.Host, closeFn func(), err 
 		Tools:     tools,
 		Catalog:   func() *catalog.Snapshot { return snap },
 		Runtime:   rt,
-		Search:    host.SearchOptions{Mode: host.Mode(*f.mode)},
+		Search:    host.SearchOptions{Mode: host.Mode(*f.mode), LLMModel: *f.searchModel},
 		MaxRounds: *f.maxRounds,
 		Logger:    newLogger(stderr),
 	})
