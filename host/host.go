@@ -18,8 +18,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -601,11 +602,4 @@ func validateArgs(schema, args json.RawMessage) string {
 }
 
 // sortedNames is used in messages the model reads.
-func sortedNames(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func sortedNames(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }

@@ -169,9 +169,10 @@ func TestSearchExtraLexicon(t *testing.T) {
 	}
 }
 
-// TestCall runs a tool through the real path: manifest → sha256 check →
-// compile → instance → call.
-func TestCall(t *testing.T) {
+// textkitDir is a plugin directory holding the example plugin, freshly
+// built, with its manifest not yet pinned; and the module's bytes.
+func textkitDir(t *testing.T) (string, []byte) {
+	t.Helper()
 	dir := t.TempDir()
 	module, err := os.ReadFile(wasmbuild.Build(t, "../../plugins/textkit"))
 	if err != nil {
@@ -180,6 +181,13 @@ func TestCall(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "textkit.wasm"), module, 0o644)
 	man, _ := os.ReadFile(filepath.Join(bundled, "textkit.json"))
 	os.WriteFile(filepath.Join(dir, "textkit.json"), man, 0o644)
+	return dir, module
+}
+
+// TestCall runs a tool through the real path: manifest → sha256 check →
+// compile → instance → call.
+func TestCall(t *testing.T) {
+	dir, module := textkitDir(t)
 	if code, out, errs := runCLI("plugins", "pin", filepath.Join(dir, "textkit.json")); code != 0 || !strings.Contains(out, "sha256") {
 		t.Fatalf("pin: exit %d %s%s", code, out, errs)
 	}
@@ -216,14 +224,7 @@ func TestCall(t *testing.T) {
 }
 
 func TestCallGrants(t *testing.T) {
-	dir := t.TempDir()
-	module, err := os.ReadFile(wasmbuild.Build(t, "../../plugins/textkit"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "textkit.wasm"), module, 0o644)
-	man, _ := os.ReadFile(filepath.Join(bundled, "textkit.json"))
-	os.WriteFile(filepath.Join(dir, "textkit.json"), man, 0o644)
+	dir, _ := textkitDir(t)
 	runCLI("plugins", "pin", filepath.Join(dir, "textkit.json"))
 	grants := filepath.Join(t.TempDir(), "grants.json")
 	os.WriteFile(grants, []byte(`{"plugins": {"textkit": {"log": true}}, "caps": {"timeout_ms": 5000}}`), 0o644)
@@ -247,14 +248,7 @@ func TestCacheDirNotInPluginDir(t *testing.T) {
 // TestRunJSON drives "toolshed run" against a scripted model on 127.0.0.1:
 // tool_search, then the found plugin tool (real wasm), then the answer.
 func TestRunJSON(t *testing.T) {
-	dir := t.TempDir()
-	module, err := os.ReadFile(wasmbuild.Build(t, "../../plugins/textkit"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "textkit.wasm"), module, 0o644)
-	man, _ := os.ReadFile(filepath.Join(bundled, "textkit.json"))
-	os.WriteFile(filepath.Join(dir, "textkit.json"), man, 0o644)
+	dir, _ := textkitDir(t)
 	runCLI("plugins", "pin", filepath.Join(dir, "textkit.json"))
 	for _, f := range []string{"sql.json", "chart.json", "calculate.json", "glossary.json", "weather.json"} {
 		b, _ := os.ReadFile(filepath.Join(bundled, f))

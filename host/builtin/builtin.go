@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"path"
 	"regexp"
 	"sort"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/toolshed/toolshed/host"
+	"github.com/toolshed/toolshed/internal/safepath"
 )
 
 func toolError(format string, args ...any) (host.Result, error) {
@@ -89,16 +89,21 @@ func Workspace(root string) ([]host.GoTool, error) {
 	if err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("builtin: workspace %s is not a directory", root)
 	}
-	open := func() (*os.Root, error) { return os.OpenRoot(root) }
-	clean := func(p string) (string, error) {
-		c := path.Clean("/" + p)[1:]
-		if c == "" {
-			c = "."
+	// at decodes the arguments, cleans their path and opens the root; a
+	// non-empty message is the tool error.
+	at := func(raw json.RawMessage, args any, p *string) (*os.Root, string, string) {
+		if err := decode(raw, args); err != nil {
+			return nil, "", err.Error()
 		}
-		if !fs.ValidPath(c) {
-			return "", fmt.Errorf("invalid path %q", p)
+		name, err := safepath.Clean(*p)
+		if err != nil {
+			return nil, "", err.Error()
 		}
-		return c, nil
+		r, err := os.OpenRoot(root)
+		if err != nil {
+			return nil, "", "workspace unavailable: " + err.Error()
+		}
+		return r, name, ""
 	}
 	pathParam := `"path":{"type":"string","description":"Path relative to the workspace"}`
 	read := host.GoTool{
@@ -110,21 +115,14 @@ func Workspace(root string) ([]host.GoTool, error) {
 				Path   string `json:"path"`
 				Offset int64  `json:"offset"`
 			}
-			if err := decode(raw, &a); err != nil {
-				return toolError("%v", err)
-			}
-			p, err := clean(a.Path)
-			if err != nil {
-				return toolError("%v", err)
-			}
-			r, err := open()
-			if err != nil {
-				return toolError("workspace unavailable: %v", err)
+			r, p, msg := at(raw, &a, &a.Path)
+			if msg != "" {
+				return toolError("%s", msg)
 			}
 			defer r.Close()
 			f, err := r.Open(p)
 			if err != nil {
-				return toolError("%s: %v", a.Path, unwrap(err))
+				return toolError("%s: %v", a.Path, safepath.Unwrap(err))
 			}
 			defer f.Close()
 			if st, err := f.Stat(); err == nil && st.IsDir() {
@@ -133,7 +131,7 @@ func Workspace(root string) ([]host.GoTool, error) {
 			buf := make([]byte, maxReadBytes+1)
 			n, err := f.ReadAt(buf, a.Offset)
 			if err != nil && n == 0 && !errors.Is(err, io.EOF) {
-				return toolError("%s: %v", a.Path, unwrap(err))
+				return toolError("%s: %v", a.Path, safepath.Unwrap(err))
 			}
 			out := string(buf[:min(n, maxReadBytes)])
 			if n > maxReadBytes {
@@ -150,21 +148,14 @@ func Workspace(root string) ([]host.GoTool, error) {
 			var a struct {
 				Path string `json:"path"`
 			}
-			if err := decode(raw, &a); err != nil {
-				return toolError("%v", err)
-			}
-			p, err := clean(a.Path)
-			if err != nil {
-				return toolError("%v", err)
-			}
-			r, err := open()
-			if err != nil {
-				return toolError("workspace unavailable: %v", err)
+			r, p, msg := at(raw, &a, &a.Path)
+			if msg != "" {
+				return toolError("%s", msg)
 			}
 			defer r.Close()
 			entries, err := fs.ReadDir(r.FS(), p)
 			if err != nil {
-				return toolError("%s: %v", a.Path, unwrap(err))
+				return toolError("%s: %v", a.Path, safepath.Unwrap(err))
 			}
 			var b strings.Builder
 			for i, e := range entries {
@@ -191,22 +182,15 @@ func Workspace(root string) ([]host.GoTool, error) {
 				Pattern string `json:"pattern"`
 				Path    string `json:"path"`
 			}
-			if err := decode(raw, &a); err != nil {
-				return toolError("%v", err)
+			r, p, msg := at(raw, &a, &a.Path)
+			if msg != "" {
+				return toolError("%s", msg)
 			}
+			defer r.Close()
 			re, err := regexp.Compile(a.Pattern)
 			if err != nil {
 				return toolError("bad pattern: %v", err)
 			}
-			p, err := clean(a.Path)
-			if err != nil {
-				return toolError("%v", err)
-			}
-			r, err := open()
-			if err != nil {
-				return toolError("workspace unavailable: %v", err)
-			}
-			defer r.Close()
 			var hits []string
 			err = fs.WalkDir(r.FS(), p, func(name string, d fs.DirEntry, err error) error {
 				if err != nil || ctx.Err() != nil {
@@ -233,7 +217,7 @@ func Workspace(root string) ([]host.GoTool, error) {
 				return nil
 			})
 			if err != nil {
-				return toolError("grep: %v", unwrap(err))
+				return toolError("grep: %v", safepath.Unwrap(err))
 			}
 			if len(hits) == 0 {
 				return host.Result{Content: "no match"}, nil
@@ -253,15 +237,6 @@ func truncate(s string, n int) string {
 		return string(r[:n]) + "…"
 	}
 	return s
-}
-
-// unwrap drops the host path an *fs.PathError carries.
-func unwrap(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // Skills returns the skill tool over dir: each skill is a Markdown file

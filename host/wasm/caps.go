@@ -8,11 +8,12 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"path"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -22,6 +23,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/toolshed/toolshed/host/manifest"
+	"github.com/toolshed/toolshed/internal/safepath"
 	"github.com/toolshed/toolshed/sdk/abi"
 )
 
@@ -156,14 +158,7 @@ func denied(m *manifest.Manifest, e effective) string {
 	return strings.Join(parts, " ")
 }
 
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
 
 // normOrigin returns scheme://host:port, lowercase, with the default port.
 func normOrigin(s string) (string, error) {
@@ -327,20 +322,8 @@ func (p *Plugin) dispatch(ctx context.Context, op string, req []byte) (any, erro
 	}
 }
 
-// mountPath turns a plugin's path into one os.Root accepts.
-func mountPath(p string) (string, error) {
-	clean := path.Clean("/" + p)[1:]
-	if clean == "" {
-		clean = "."
-	}
-	if !fs.ValidPath(clean) {
-		return "", fmt.Errorf("invalid path %q", p)
-	}
-	return clean, nil
-}
-
 func readMount(dir, p string) (any, error) {
-	name, err := mountPath(p)
+	name, err := safepath.Clean(p)
 	if err != nil {
 		return nil, err
 	}
@@ -351,19 +334,19 @@ func readMount(dir, p string) (any, error) {
 	defer root.Close()
 	f, err := root.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("fs: %s: %v", p, unwrapPath(err))
+		return nil, fmt.Errorf("fs: %s: %v", p, safepath.Unwrap(err))
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("fs: %s: %v", p, unwrapPath(err))
+		return nil, fmt.Errorf("fs: %s: %v", p, safepath.Unwrap(err))
 	}
 	if st.IsDir() {
 		return nil, fmt.Errorf("fs: %s is a directory", p)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("fs: %s: %v", p, unwrapPath(err))
+		return nil, fmt.Errorf("fs: %s: %v", p, safepath.Unwrap(err))
 	}
 	if len(data) > maxFileBytes {
 		return nil, fmt.Errorf("fs: %s is larger than %d bytes", p, maxFileBytes)
@@ -372,7 +355,7 @@ func readMount(dir, p string) (any, error) {
 }
 
 func listMount(dir, p string) (any, error) {
-	name, err := mountPath(p)
+	name, err := safepath.Clean(p)
 	if err != nil {
 		return nil, err
 	}
@@ -383,7 +366,7 @@ func listMount(dir, p string) (any, error) {
 	defer root.Close()
 	entries, err := fs.ReadDir(root.FS(), name)
 	if err != nil {
-		return nil, fmt.Errorf("fs: %s: %v", p, unwrapPath(err))
+		return nil, fmt.Errorf("fs: %s: %v", p, safepath.Unwrap(err))
 	}
 	out := abi.FSListReply{Entries: []abi.DirEntry{}}
 	for i, d := range entries {
@@ -397,16 +380,6 @@ func listMount(dir, p string) (any, error) {
 		out.Entries = append(out.Entries, de)
 	}
 	return out, nil
-}
-
-// unwrapPath drops the host path an *fs.PathError carries: the plugin
-// should not learn where the mount lives.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 func newHTTPClient(e effective) *http.Client {
