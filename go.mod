@@ -8,6 +8,7 @@ require (
 	github.com/sashabaranov/go-openai v1.43.0
 	github.com/tetratelabs/wazero v1.12.0
 	github.com/tiktoken-go/tokenizer v0.10.0
+	modernc.org/sqlite v1.62.0
 )
 
 require (
@@ -23,5 +24,4 @@ require (
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
-	modernc.org/sqlite v1.62.0 // indirect
 )
