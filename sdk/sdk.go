@@ -270,8 +270,13 @@ func Fetch(req abi.HTTPRequest) (*abi.HTTPReply, error) {
 // Query runs one read-only SQL statement through the host ("sql"
 // capability); the plugin never holds a connection or credentials.
 func Query(sql string, params ...any) (*abi.SQLReply, error) {
+	return QueryWith(abi.SQLRequest{SQL: sql, Params: params})
+}
+
+// QueryWith is Query with every field of the request (a row cap).
+func QueryWith(req abi.SQLRequest) (*abi.SQLReply, error) {
 	var r abi.SQLReply
-	if err := call(abi.OpSQL, abi.SQLRequest{SQL: sql, Params: params}, &r); err != nil {
+	if err := call(abi.OpSQL, req, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
