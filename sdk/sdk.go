@@ -267,6 +267,16 @@ func Fetch(req abi.HTTPRequest) (*abi.HTTPReply, error) {
 	return &r, nil
 }
 
+// SaveArtifact stores a file for the user (a chart, a report) in the
+// operator's artifact directory ("artifacts" capability) and says where.
+func SaveArtifact(name, contentType string, data []byte) (*abi.ArtifactReply, error) {
+	var r abi.ArtifactReply
+	if err := call(abi.OpArtifact, abi.ArtifactRequest{Name: name, ContentType: contentType, Data: data}, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
 // Query runs one read-only SQL statement through the host ("sql"
 // capability); the plugin never holds a connection or credentials.
 func Query(sql string, params ...any) (*abi.SQLReply, error) {

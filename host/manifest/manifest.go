@@ -86,6 +86,9 @@ type Capabilities struct {
 	Mounts []string `json:"mounts,omitempty"` // operator-named read-only directories
 	HTTP   []string `json:"http,omitempty"`   // origins (scheme://host[:port]) it calls; "*" = whatever the operator allows
 	SQL    bool     `json:"sql,omitempty"`    // read-only SQL through the host
+	// Artifacts lets the plugin store files (charts, reports) in the
+	// operator's artifact directory.
+	Artifacts bool `json:"artifacts,omitempty"`
 }
 
 // Limits are what a plugin asks for per call. Zero means the default; the

@@ -54,11 +54,12 @@ var manifestShape = object(map[string]*shape{
 	"wasm":        str,
 	"sha256":      str,
 	"capabilities": object(map[string]*shape{
-		"log":    boolean,
-		"config": strs,
-		"mounts": strs,
-		"http":   strs,
-		"sql":    boolean,
+		"log":       boolean,
+		"config":    strs,
+		"mounts":    strs,
+		"http":      strs,
+		"sql":       boolean,
+		"artifacts": boolean,
 	}),
 	"limits": object(map[string]*shape{
 		"timeout_ms":    integer,

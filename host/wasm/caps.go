@@ -13,6 +13,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -40,6 +43,9 @@ type Grants struct {
 	HTTP HTTPGrant
 	// SQL names the database the plugin may query ("" grants none).
 	SQL string
+	// Artifacts is the directory where the plugin may store artifacts
+	// ("" grants none). Files get unique names; at most 16 MiB each.
+	Artifacts string
 }
 
 // HTTPGrant is the outbound HTTP allowlist.
@@ -63,13 +69,14 @@ type SQLRunner interface {
 
 // effective is the intersection of a manifest's requests and the grants.
 type effective struct {
-	log    bool
-	config map[string]string
-	mounts map[string]string
-	http   []string // normalised origins
-	httpG  HTTPGrant
-	sql    string
-	client *http.Client
+	log       bool
+	config    map[string]string
+	mounts    map[string]string
+	http      []string // normalised origins
+	httpG     HTTPGrant
+	sql       string
+	artifacts string
+	client    *http.Client
 }
 
 func intersect(m *manifest.Manifest, g Grants) effective {
@@ -102,6 +109,9 @@ func intersect(m *manifest.Manifest, g Grants) effective {
 	if m.Capabilities.SQL {
 		e.sql = g.SQL
 	}
+	if m.Capabilities.Artifacts {
+		e.artifacts = g.Artifacts
+	}
 	if len(e.http) > 0 {
 		e.client = newHTTPClient(e)
 	}
@@ -124,6 +134,9 @@ func (e effective) describe() string {
 	}
 	if e.sql != "" {
 		parts = append(parts, "sql["+e.sql+"]")
+	}
+	if e.artifacts != "" {
+		parts = append(parts, "artifacts")
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -151,6 +164,9 @@ func denied(m *manifest.Manifest, e effective) string {
 	}
 	if m.Capabilities.SQL && e.sql == "" {
 		parts = append(parts, "sql")
+	}
+	if m.Capabilities.Artifacts && e.artifacts == "" {
+		parts = append(parts, "artifacts")
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -317,6 +333,15 @@ func (p *Plugin) dispatch(ctx context.Context, op string, req []byte) (any, erro
 			return nil, errors.New("sql: the host has no SQL backend configured")
 		}
 		return p.host.opts.SQL.QuerySQL(ctx, e.sql, r)
+	case abi.OpArtifact:
+		var r abi.ArtifactRequest
+		if err := decode(&r); err != nil {
+			return nil, err
+		}
+		if e.artifacts == "" {
+			return nil, notGranted("artifacts")
+		}
+		return saveArtifact(e.artifacts, p.name, r)
 	default:
 		return nil, fmt.Errorf("unknown host operation %q", op)
 	}
@@ -472,4 +497,50 @@ func fetch(ctx context.Context, e *effective, r abi.HTTPRequest) (any, error) {
 		out.Headers[k] = resp.Header.Get(k)
 	}
 	return out, nil
+}
+
+// maxArtifactBytes bounds one artifact.
+const maxArtifactBytes = 16 << 20
+
+var artifactName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// saveArtifact writes an artifact under a unique, safe name:
+// PLUGIN-TIMESTAMP-NAME, never overwriting.
+func saveArtifact(dir, plugin string, r abi.ArtifactRequest) (any, error) {
+	if len(r.Data) > maxArtifactBytes {
+		return nil, fmt.Errorf("artifact: %d bytes is over the %d-byte limit", len(r.Data), maxArtifactBytes)
+	}
+	base := strings.Trim(artifactName.ReplaceAllString(path.Base("/"+r.Name), "-"), "-.")
+	if base == "" {
+		base = "artifact"
+	}
+	if len(base) > 80 {
+		base = base[len(base)-80:]
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("artifact: %v", safepath.Unwrap(err))
+	}
+	stamp := time.Now().UTC().Format("20060102-150405")
+	for i := 0; i < 100; i++ {
+		name := fmt.Sprintf("%s-%s-%s", plugin, stamp, base)
+		if i > 0 {
+			name = fmt.Sprintf("%s-%s-%d-%s", plugin, stamp, i, base)
+		}
+		full := filepath.Join(dir, name)
+		f, err := os.OpenFile(full, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("artifact: %v", safepath.Unwrap(err))
+		}
+		_, werr := f.Write(r.Data)
+		cerr := f.Close()
+		if werr != nil || cerr != nil {
+			os.Remove(full)
+			return nil, fmt.Errorf("artifact: could not write it")
+		}
+		return abi.ArtifactReply{Name: name, Path: full, Size: len(r.Data)}, nil
+	}
+	return nil, errors.New("artifact: no free name")
 }

@@ -39,7 +39,8 @@ type GrantsFile struct {
 			MaxResponseBytes int64    `json:"max_response_bytes"`
 			TimeoutMS        int      `json:"timeout_ms"`
 		} `json:"http"`
-		SQL string `json:"sql"`
+		SQL       string `json:"sql"`
+		Artifacts string `json:"artifacts"`
 	} `json:"plugins"`
 }
 
@@ -61,7 +62,7 @@ func LoadGrants(path string) (Caps, map[string]Grants, error) {
 	}
 	grants := map[string]Grants{}
 	for name, p := range f.Plugins {
-		g := Grants{Log: p.Log, Config: p.Config, Mounts: map[string]string{}, SQL: p.SQL,
+		g := Grants{Log: p.Log, Config: p.Config, Mounts: map[string]string{}, SQL: p.SQL, Artifacts: p.Artifacts,
 			HTTP: HTTPGrant{Allow: p.HTTP.Allow, AllowPrivate: p.HTTP.AllowPrivate,
 				MaxResponseBytes: p.HTTP.MaxResponseBytes, Timeout: time.Duration(p.HTTP.TimeoutMS) * time.Millisecond}}
 		for m, dir := range p.Mounts {

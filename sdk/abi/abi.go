@@ -64,12 +64,13 @@ func Unpack(v uint64) (ptr, length uint32) { return uint32(v >> 32), uint32(v) }
 
 // Capability operations (the op of HostCall) and their requests and replies.
 const (
-	OpLog       = "log"        // LogRequest → nothing
-	OpConfigGet = "config.get" // ConfigRequest → ConfigReply
-	OpFSRead    = "fs.read"    // FSRequest → FSReadReply
-	OpFSList    = "fs.list"    // FSRequest → FSListReply
-	OpHTTP      = "http.fetch" // HTTPRequest → HTTPReply
-	OpSQL       = "sql.query"  // SQLRequest → SQLReply
+	OpLog       = "log"          // LogRequest → nothing
+	OpConfigGet = "config.get"   // ConfigRequest → ConfigReply
+	OpFSRead    = "fs.read"      // FSRequest → FSReadReply
+	OpFSList    = "fs.list"      // FSRequest → FSListReply
+	OpHTTP      = "http.fetch"   // HTTPRequest → HTTPReply
+	OpSQL       = "sql.query"    // SQLRequest → SQLReply
+	OpArtifact  = "artifact.put" // ArtifactRequest → ArtifactReply
 )
 
 // Reply is HostCall's answer: OK holds the op's reply, or Error says why
@@ -140,6 +141,20 @@ type SQLRequest struct {
 	SQL     string `json:"sql"`
 	Params  []any  `json:"params,omitempty"`
 	MaxRows int    `json:"max_rows,omitempty"`
+}
+
+// ArtifactRequest stores a file the user should see (a chart, a report).
+type ArtifactRequest struct {
+	Name        string `json:"name"`         // a file name; the host makes it unique
+	ContentType string `json:"content_type"` // e.g. image/svg+xml
+	Data        []byte `json:"data"`
+}
+
+// ArtifactReply says where the artifact is.
+type ArtifactReply struct {
+	Name string `json:"name"` // the stored file name
+	Path string `json:"path"` // where the host stored it
+	Size int    `json:"size"`
 }
 
 // SQLReply holds the rows; Truncated says a row or byte cap was hit.
