@@ -19,7 +19,7 @@ func cmdCall(args []string, stdout, stderr io.Writer) error {
 	dir := fs.String("plugins", defaultPluginDir(), "plugin directory")
 	cacheDir := fs.String("cache-dir", "", "compilation cache directory (default: the user cache directory; \"off\": none)")
 	asJSON := fs.Bool("json", false, "print the whole ABI result as JSON")
-	grantsPath := fs.String("grants", "", "operator grants and caps `FILE` (JSON; see docs/RUNTIME.md); default: nothing granted")
+	grantsPath := fs.String("grants", "", "operator grants, caps and databases `FILE` (JSON; see docs/RUNTIME.md); default: the bundled plugins' grants for the bundled directory, else nothing")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolshed call [--plugins DIR] [--grants FILE] [--json] TOOL 'JSON-ARGS'")
 		fs.PrintDefaults()
@@ -53,13 +53,12 @@ func cmdCall(args []string, stdout, stderr io.Writer) error {
 	if inside(*cacheDir, *dir) {
 		return fmt.Errorf("--cache-dir %s is inside the plugin directory %s: compiled code must live in a host-owned directory", *cacheDir, *dir)
 	}
-	opts := &wasm.Options{CacheDir: *cacheDir, PoolSize: -1, Logger: newLogger(stderr)}
-	if *grantsPath != "" {
-		if opts.Caps, opts.Grants, err = wasm.LoadGrants(*grantsPath); err != nil {
-			return err
-		}
+	op, err := loadOperator(*dir, *grantsPath, *dir == defaultPluginDir(), stderr)
+	if err != nil {
+		return err
 	}
-	host, err := wasm.New(opts)
+	defer op.close()
+	host, err := wasm.New(op.options(*cacheDir, -1, stderr))
 	if err != nil {
 		return err
 	}

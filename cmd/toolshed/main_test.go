@@ -356,3 +356,34 @@ func TestChat(t *testing.T) {
 		t.Fatalf("tool lists %v", toolLists)
 	}
 }
+
+// TestBundledDefaults: with the default plugin directory and no grants
+// file, the bundled plugins get their grants and the demo database is made.
+func TestBundledDefaults(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"sql", "chart"} {
+		module, err := os.ReadFile(wasmbuild.Build(t, "../../plugins/"+name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, name+".wasm"), module, 0o644)
+		man, _ := os.ReadFile(filepath.Join(bundled, name+".json"))
+		os.WriteFile(filepath.Join(dir, name+".json"), man, 0o644)
+		runCLI("plugins", "pin", filepath.Join(dir, name+".json"))
+	}
+	t.Setenv("TOOLSHED_PLUGINS", dir)
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	code, out, errs := runCLI("call", "--cache-dir=off", "executeSql", `{"sql": "SELECT COUNT(*) AS n FROM orders"}`)
+	if code != 0 || !strings.HasPrefix(out, "n\n") {
+		t.Fatalf("executeSql: exit %d %q %s", code, out, errs)
+	}
+	code, out, errs = runCLI("call", "--cache-dir=off", "createBarChart", `{"title": "测试", "labels": ["a"], "series": [{"name": "s", "values": [1]}]}`)
+	if code != 0 || !strings.Contains(out, "测试.svg") {
+		t.Fatalf("chart: exit %d %q %s", code, out, errs)
+	}
+	// Another directory gets nothing by default.
+	code, out, _ = runCLI("call", "--plugins", dir+"/.", "--cache-dir=off", "executeSql", `{"sql": "SELECT 1"}`)
+	if code != 3 || !strings.Contains(out, `"sql" is not granted`) {
+		t.Fatalf("non-default directory: exit %d %q", code, out)
+	}
+}

@@ -123,14 +123,13 @@ func (f *agentFlags) build(stderr io.Writer) (h *host.Host, closeFn func(), err 
 	for _, e := range snap.Errors {
 		fmt.Fprintf(stderr, "toolshed: skipped %s\n", indent(e.Error()))
 	}
-	wopts := &wasm.Options{Logger: newLogger(stderr)}
-	if *f.grants != "" {
-		if wopts.Caps, wopts.Grants, err = wasm.LoadGrants(*f.grants); err != nil {
-			return nil, nil, err
-		}
-	}
-	rt, err := wasm.New(wopts)
+	op, err := loadOperator(*f.dir, *f.grants, *f.dir == defaultPluginDir(), stderr)
 	if err != nil {
+		return nil, nil, err
+	}
+	rt, err := wasm.New(op.options("", 0, stderr))
+	if err != nil {
+		op.close()
 		return nil, nil, err
 	}
 	h, err = host.New(host.Options{
@@ -145,9 +144,10 @@ func (f *agentFlags) build(stderr io.Writer) (h *host.Host, closeFn func(), err 
 	})
 	if err != nil {
 		rt.Close(context.Background())
+		op.close()
 		return nil, nil, err
 	}
-	return h, func() { rt.Close(context.Background()) }, nil
+	return h, func() { rt.Close(context.Background()); op.close() }, nil
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {

@@ -502,7 +502,7 @@ func fetch(ctx context.Context, e *effective, r abi.HTTPRequest) (any, error) {
 // maxArtifactBytes bounds one artifact.
 const maxArtifactBytes = 16 << 20
 
-var artifactName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var artifactName = regexp.MustCompile(`[^\p{L}\p{N}._-]+`)
 
 // saveArtifact writes an artifact under a unique, safe name:
 // PLUGIN-TIMESTAMP-NAME, never overwriting.

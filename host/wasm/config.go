@@ -24,6 +24,12 @@ import (
 // Unknown fields are errors. Relative mount directories are relative to
 // the file.
 type GrantsFile struct {
+	// Databases are read by the command line (host/sqlcap), not here:
+	// name → {"driver": "sqlite", "dsn": "path/to.db"}.
+	Databases map[string]struct {
+		Driver string `json:"driver"`
+		DSN    string `json:"dsn"`
+	} `json:"databases"`
 	Caps struct {
 		TimeoutMS   int `json:"timeout_ms"`
 		MaxMemoryMB int `json:"max_memory_mb"`
@@ -44,17 +50,26 @@ type GrantsFile struct {
 	} `json:"plugins"`
 }
 
-// LoadGrants reads a grants file into Options' Caps and Grants.
-func LoadGrants(path string) (Caps, map[string]Grants, error) {
+// ReadGrantsFile decodes a grants file strictly.
+func ReadGrantsFile(path string) (*GrantsFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Caps{}, nil, err
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var f GrantsFile
 	if err := dec.Decode(&f); err != nil {
-		return Caps{}, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &f, nil
+}
+
+// LoadGrants reads a grants file into Options' Caps and Grants.
+func LoadGrants(path string) (Caps, map[string]Grants, error) {
+	f, err := ReadGrantsFile(path)
+	if err != nil {
+		return Caps{}, nil, err
 	}
 	caps := Caps{Timeout: time.Duration(f.Caps.TimeoutMS) * time.Millisecond, MaxMemoryMB: f.Caps.MaxMemoryMB, MaxOutputKB: f.Caps.MaxOutputKB}
 	if caps.Timeout < 0 || caps.MaxMemoryMB < 0 || caps.MaxOutputKB < 0 {

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/toolshed/toolshed/host/sqlcap"
+	"github.com/toolshed/toolshed/host/wasm"
+)
+
+// dataDir is where Toolshed keeps its data: $XDG_DATA_HOME/toolshed, else
+// ~/.local/share/toolshed.
+func dataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "toolshed")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "toolshed")
+	}
+	return filepath.Join(os.TempDir(), "toolshed")
+}
+
+// operator is what the operator grants plugins: caps, grants and the SQL
+// databases behind the "sql" capability.
+type operator struct {
+	caps   wasm.Caps
+	grants map[string]wasm.Grants
+	sql    *sqlcap.Service
+}
+
+func (o *operator) close() {
+	if o.sql != nil {
+		o.sql.Close()
+	}
+}
+
+// bundledGrants are the grants the bundled plugins get when the plugin
+// directory is the bundled one and no grants file is given: the demo
+// database for sql, an artifact directory for chart, the sample glossary,
+// logging for textkit. Any other plugin still gets nothing.
+func bundledGrants(pluginDir string) map[string]wasm.Grants {
+	data := dataDir()
+	g := map[string]wasm.Grants{
+		"sql":     {SQL: "default", Log: true},
+		"chart":   {Artifacts: filepath.Join(data, "artifacts"), Log: true},
+		"textkit": {Log: true},
+	}
+	if st, err := os.Stat(filepath.Join(pluginDir, "glossary-data")); err == nil && st.IsDir() {
+		g["glossary"] = wasm.Grants{Mounts: map[string]string{"glossary": filepath.Join(pluginDir, "glossary-data")}}
+	}
+	return g
+}
+
+// loadOperator reads the grants file, or applies the bundled defaults when
+// there is none and the plugin directory is the default one. Databases
+// are opened read-only; the embedded demo database is created on first use.
+func loadOperator(pluginDir, grantsPath string, defaultDir bool, stderr io.Writer) (*operator, error) {
+	o := &operator{grants: map[string]wasm.Grants{}}
+	dbs := map[string]sqlcap.Database{}
+	switch {
+	case grantsPath != "":
+		f, err := wasm.ReadGrantsFile(grantsPath)
+		if err != nil {
+			return nil, err
+		}
+		if o.caps, o.grants, err = wasm.LoadGrants(grantsPath); err != nil {
+			return nil, err
+		}
+		for name, d := range f.Databases {
+			dsn := d.DSN
+			if d.Driver == "sqlite" && dsn != "" && !filepath.IsAbs(dsn) {
+				dsn = filepath.Join(filepath.Dir(grantsPath), dsn)
+			}
+			dbs[name] = sqlcap.Database{Name: name, Driver: d.Driver, DSN: dsn}
+		}
+	case defaultDir:
+		o.grants = bundledGrants(pluginDir)
+	}
+	needDemo := false
+	for _, g := range o.grants {
+		if g.SQL == "default" {
+			if _, ok := dbs["default"]; !ok {
+				needDemo = true
+			}
+		}
+	}
+	if needDemo {
+		path := filepath.Join(dataDir(), "demo.db")
+		if err := sqlcap.EnsureDemo(path); err != nil {
+			return nil, err
+		}
+		dbs["default"] = sqlcap.Database{Name: "default", Driver: "sqlite", DSN: path}
+	}
+	if len(dbs) > 0 {
+		list := make([]sqlcap.Database, 0, len(dbs))
+		for _, d := range dbs {
+			list = append(list, d)
+		}
+		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+		svc, err := sqlcap.Open(list, sqlcap.Options{})
+		if err != nil {
+			return nil, err
+		}
+		o.sql = svc
+	}
+	return o, nil
+}
+
+func (o *operator) options(cacheDir string, pool int, stderr io.Writer) *wasm.Options {
+	opts := &wasm.Options{CacheDir: cacheDir, PoolSize: pool, Caps: o.caps, Grants: o.grants, Logger: newLogger(stderr)}
+	if o.sql != nil {
+		opts.SQL = o.sql
+	}
+	return opts
+}
+
