@@ -115,4 +115,3 @@ func (o *operator) options(cacheDir string, pool int, stderr io.Writer) *wasm.Op
 	}
 	return opts
 }
-
