@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -121,6 +122,9 @@ func label(v float64) string {
 	return trim(fmt.Sprintf("%.4f", v))
 }
 
+// exactLabel is the value in full, for tooltips (the data behind the picture).
+func exactLabel(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
 func trim(s string) string {
 	if strings.Contains(s, ".") {
 		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
@@ -234,7 +238,7 @@ func bars(b *strings.Builder, kind string, s Spec) {
 			if len(se.Values) <= 60 {
 				for i, v := range se.Values {
 					fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s: %s</title></circle>`+"\n",
-						padLeft+slot*(float64(i)+0.5), y(v), palette[k%len(palette)], esc(s.Labels[i]), esc(label(v)))
+						padLeft+slot*(float64(i)+0.5), y(v), palette[k%len(palette)], esc(s.Labels[i]), exactLabel(v))
 				}
 			}
 		}
@@ -246,7 +250,7 @@ func bars(b *strings.Builder, kind string, s Spec) {
 			x := padLeft + slot*float64(i) + slot*0.1 + bw*float64(k)
 			top, bottom := y(math.Max(v, 0)), y(math.Min(v, 0))
 			fmt.Fprintf(b, `<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %s</title></rect>`+"\n",
-				x, top, math.Max(bw-1, 1), math.Max(bottom-top, 0.5), palette[k%len(palette)], esc(se.Name), esc(s.Labels[i]), esc(label(v)))
+				x, top, math.Max(bw-1, 1), math.Max(bottom-top, 0.5), palette[k%len(palette)], esc(se.Name), esc(s.Labels[i]), exactLabel(v))
 		}
 	}
 }
