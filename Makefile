@@ -42,9 +42,12 @@ bench: build
 	$(MAKE) eval
 	$(MAKE) bench-runtime
 
-# The plugin runtime's figures, one run, as a table (docs/RUNTIME.md).
+# The plugin runtime's figures, one run, as a table (docs/RUNTIME.md), and
+# the bundled plugins' costs (docs/SQL.md).
 bench-runtime:
 	$(GO) test -count=1 -run '^TestRuntimeReport$$' -v ./host/wasm -args -report
+	$(GO) test -count=1 -run '^TestSQLCostReport$$' -v ./plugins/sql -args -report
+	$(GO) test -count=1 -run '^TestChartReport$$' -v ./plugins/chart -args -report
 
 eval: build
 	@for set in seal-tools metatool; do \

@@ -11,12 +11,17 @@ import (
 	"github.com/toolshed/toolshed/sdk/plugintest"
 )
 
-func demoPlugin(t *testing.T) *plugintest.Plugin {
+func demoDB(t *testing.T, path string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "demo.db")
 	if err := sqlcap.EnsureDemo(path); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func demoPlugin(t *testing.T) *plugintest.Plugin {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "demo.db")
+	demoDB(t, path)
 	svc, err := sqlcap.Open([]sqlcap.Database{{Name: "default", Driver: "sqlite", DSN: path}}, sqlcap.Options{})
 	if err != nil {
 		t.Fatal(err)
