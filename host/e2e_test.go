@@ -168,6 +168,10 @@ func TestAnalystFlow(t *testing.T) {
 	if !strings.Contains(resp.Answer, "The line chart is saved as chart-") {
 		t.Fatalf("answer %q", resp.Answer)
 	}
+	last := resp.Rounds[len(resp.Rounds)-2].ToolCalls[0]
+	if last.Name != "createLineChart" || !strings.Contains(string(last.Structured), `"artifact":"chart-`) {
+		t.Fatalf("the chart call's structured result is not recorded: %+v", last)
+	}
 
 	// The chart's numbers are the database's.
 	files, _ := filepath.Glob(filepath.Join(artifacts, "*.svg"))

@@ -47,10 +47,12 @@ type GoTool struct {
 	SessionCall func(ctx context.Context, s *Session, args json.RawMessage) (Result, error)
 }
 
-// Result is a tool's answer to the model.
+// Result is a tool's answer to the model (Content, IsError) and, from
+// plugins, the structured data it returned (not sent to the model).
 type Result struct {
-	Content string
-	IsError bool
+	Content    string
+	IsError    bool
+	Structured json.RawMessage
 }
 
 // Options configure a Host. Client and Model are required; the rest have
@@ -213,6 +215,8 @@ type ToolCallRecord struct {
 	IsError   bool          `json:"is_error"`
 	Duration  time.Duration `json:"duration_ns"`
 	Search    *SearchRecord `json:"search,omitempty"`
+	// Structured is the plugin's structured result, if any.
+	Structured json.RawMessage `json:"structured,omitempty"`
 }
 
 // ErrMaxRounds is returned when the model keeps calling tools past MaxRounds.
@@ -368,7 +372,7 @@ func (h *Host) runCalls(ctx context.Context, s *Session, calls []openai.ToolCall
 			start := time.Now()
 			res, search := h.dispatch(ctx, s, c.Function.Name, c.Function.Arguments)
 			recs[i] = ToolCallRecord{Name: c.Function.Name, Arguments: c.Function.Arguments, IsError: res.IsError,
-				Duration: time.Since(start), Search: search}
+				Duration: time.Since(start), Search: search, Structured: res.Structured}
 			content := res.Content
 			if res.IsError && content == "" {
 				content = "error"
@@ -426,7 +430,7 @@ func (h *Host) dispatch(ctx context.Context, s *Session, name, args string) (Res
 	if err != nil {
 		return Result{Content: fmt.Sprintf("tool %q failed: %v", name, err), IsError: true}, nil
 	}
-	return Result{Content: res.Content, IsError: res.IsError}, nil
+	return Result{Content: res.Content, IsError: res.IsError, Structured: res.Structured}, nil
 }
 
 // stream makes one streaming model call and assembles the message: text

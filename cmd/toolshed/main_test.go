@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/toolshed/toolshed/host"
 	"github.com/toolshed/toolshed/internal/wasmbuild"
 )
 
@@ -385,5 +386,15 @@ func TestBundledDefaults(t *testing.T) {
 	code, out, _ = runCLI("call", "--plugins", dir+"/.", "--cache-dir=off", "executeSql", `{"sql": "SELECT 1"}`)
 	if code != 3 || !strings.Contains(out, `"sql" is not granted`) {
 		t.Fatalf("non-default directory: exit %d %q", code, out)
+	}
+}
+
+func TestArtifactsListed(t *testing.T) {
+	resp := &host.Response{Rounds: []host.Round{{ToolCalls: []host.ToolCallRecord{
+		{Name: "executeSql", Structured: json.RawMessage(`{"columns":[]}`)},
+		{Name: "createBarChart", Structured: json.RawMessage(`{"artifact":"chart-x.svg","path":"/a/chart-x.svg"}`)},
+	}}}}
+	if got := artifacts(resp); len(got) != 1 || got[0] != "/a/chart-x.svg" {
+		t.Fatalf("%v", got)
 	}
 }

@@ -24,6 +24,7 @@ import (
 type runJSON struct {
 	Answer     string      `json:"answer"`
 	Discovered []string    `json:"discovered"`
+	Artifacts  []string    `json:"artifacts"`
 	Rounds     []roundJSON `json:"rounds"`
 	Error      string      `json:"error,omitempty"`
 }
@@ -36,10 +37,11 @@ type roundJSON struct {
 }
 
 type toolCallJSON struct {
-	Name      string             `json:"name"`
-	Arguments string             `json:"arguments"`
-	IsError   bool               `json:"is_error"`
-	Search    *host.SearchRecord `json:"search,omitempty"`
+	Name       string             `json:"name"`
+	Arguments  string             `json:"arguments"`
+	IsError    bool               `json:"is_error"`
+	Search     *host.SearchRecord `json:"search,omitempty"`
+	Structured json.RawMessage    `json:"structured,omitempty"`
 }
 
 // agentFlags are the flags run and chat share.
@@ -176,14 +178,15 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	resp, runErr := h.Run(ctx, []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: prompt}})
 	if *asJSON {
-		out := runJSON{Discovered: []string{}, Rounds: []roundJSON{}}
+		out := runJSON{Discovered: []string{}, Artifacts: []string{}, Rounds: []roundJSON{}}
 		if resp != nil {
 			out.Answer = resp.Answer
+			out.Artifacts = append(out.Artifacts, artifacts(resp)...)
 			out.Discovered = append(out.Discovered, resp.Discovered...)
 			for _, r := range resp.Rounds {
 				rj := roundJSON{Tools: r.Tools, ToolCalls: []toolCallJSON{}, ToolTokens: r.ToolTokens, AllToolsTokens: r.AllToolsTokens}
 				for _, c := range r.ToolCalls {
-					rj.ToolCalls = append(rj.ToolCalls, toolCallJSON{Name: c.Name, Arguments: c.Arguments, IsError: c.IsError, Search: c.Search})
+					rj.ToolCalls = append(rj.ToolCalls, toolCallJSON{Name: c.Name, Arguments: c.Arguments, IsError: c.IsError, Search: c.Search, Structured: c.Structured})
 				}
 				out.Rounds = append(out.Rounds, rj)
 			}
@@ -199,6 +202,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 	} else if resp != nil && resp.Answer != "" {
 		fmt.Fprintln(stdout, resp.Answer)
+	}
+	if resp != nil && !*asJSON {
+		for _, a := range artifacts(resp) {
+			fmt.Fprintf(stdout, "artifact: %s\n", a)
+		}
 	}
 	return runErr
 }
@@ -262,6 +270,24 @@ func cmdChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 		history = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: resp.Answer})
 	}
+}
+
+// artifacts lists the files plugins stored during a request (results with
+// an "artifact" and a "path").
+func artifacts(resp *host.Response) []string {
+	var out []string
+	for _, r := range resp.Rounds {
+		for _, c := range r.ToolCalls {
+			var a struct {
+				Artifact string `json:"artifact"`
+				Path     string `json:"path"`
+			}
+			if len(c.Structured) > 0 && json.Unmarshal(c.Structured, &a) == nil && a.Artifact != "" && a.Path != "" {
+				out = append(out, a.Path)
+			}
+		}
+	}
+	return out
 }
 
 func envOr(key, def string) string {
