@@ -106,6 +106,9 @@ func niceTicks(lo, hi float64, n int) []float64 {
 	for v := math.Floor(lo/step) * step; v <= hi+step*1e-9; v += step {
 		ticks = append(ticks, math.Round(v/step)*step)
 	}
+	if last := ticks[len(ticks)-1]; last < hi-step*1e-9 {
+		ticks = append(ticks, last+step) // the axis covers the largest value
+	}
 	return ticks
 }
 
