@@ -9,8 +9,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 )
+
+var placeholder = regexp.MustCompile(`\?`)
 
 // DemoSchema is the demo database's schema. Each table's first line
 // comment is its description (the sql plugin's listTables shows it).
@@ -101,13 +105,39 @@ func writeDemo(path string) error {
 		return err
 	}
 	defer db.Close()
-	ctx := context.Background()
+	return fillDemo(context.Background(), db, false)
+}
+
+// LoadDemoPostgres writes the demo schema and data into an empty
+// PostgreSQL database (same rows as the SQLite demo).
+func LoadDemoPostgres(ctx context.Context, db *sql.DB) error {
+	return fillDemo(ctx, db, true)
+}
+
+func fillDemo(ctx context.Context, db *sql.DB, pg bool) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.Exec(DemoSchema); err != nil {
+	schema := DemoSchema
+	if pg {
+		schema = strings.ReplaceAll(schema, " REAL ", " DOUBLE PRECISION ")
+	}
+	for _, stmt := range strings.Split(schema, ";") {
+		if strings.TrimSpace(stmt) == "" {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	insert := func(q string, args ...any) error {
+		if pg {
+			n := 0
+			q = placeholder.ReplaceAllStringFunc(q, func(string) string { n++; return fmt.Sprintf("$%d", n) })
+		}
+		_, err := tx.ExecContext(ctx, q, args...)
 		return err
 	}
 	rng := rand.New(rand.NewPCG(2025, 12))
@@ -125,12 +155,12 @@ func writeDemo(path string) error {
 			name = demoEnglish[rng.IntN(len(demoEnglish))]
 		}
 		signup := start.AddDate(0, -rng.IntN(24), -rng.IntN(28)).Format("2006-01-02")
-		if _, err := tx.Exec(`INSERT INTO customers VALUES (?, ?, ?, ?, ?)`, id, name, city[0], city[1], signup); err != nil {
+		if err := insert(`INSERT INTO customers VALUES (?, ?, ?, ?, ?)`, id, name, city[0], city[1], signup); err != nil {
 			return err
 		}
 	}
 	for i, p := range demoProducts {
-		if _, err := tx.Exec(`INSERT INTO products VALUES (?, ?, ?, ?, ?)`, i+1, p.cn, p.en, p.cat, p.price); err != nil {
+		if err := insert(`INSERT INTO products VALUES (?, ?, ?, ?, ?)`, i+1, p.cn, p.en, p.cat, p.price); err != nil {
 			return err
 		}
 	}
@@ -147,6 +177,11 @@ func writeDemo(path string) error {
 			items := 1 + rng.IntN(3)
 			used := map[int]bool{}
 			total := 0.0
+			type line struct {
+				product, qty int
+				price        float64
+			}
+			var lines []line
 			for it := 0; it < items; it++ {
 				p := rng.IntN(len(demoProducts))
 				if used[p] {
@@ -159,15 +194,19 @@ func writeDemo(path string) error {
 					price = math.Round(price*0.85*100) / 100 // on sale
 				}
 				total += price * float64(qty)
-				if _, err := tx.Exec(`INSERT INTO order_items VALUES (?, ?, ?, ?)`, order, p+1, qty, price); err != nil {
-					return err
-				}
+				lines = append(lines, line{p + 1, qty, price})
 			}
 			status := []string{"paid", "shipped", "shipped", "shipped", "refunded"}[rng.IntN(5)]
 			cust := 1 + rng.IntN(customers)
-			if _, err := tx.Exec(`INSERT INTO orders VALUES (?, ?, ?, ?, ?)`, order, cust, date.Format("2006-01-02"), status,
+			// The order first, then its lines (they reference it).
+			if err := insert(`INSERT INTO orders VALUES (?, ?, ?, ?, ?)`, order, cust, date.Format("2006-01-02"), status,
 				math.Round(total*100)/100); err != nil {
 				return err
+			}
+			for _, l := range lines {
+				if err := insert(`INSERT INTO order_items VALUES (?, ?, ?, ?)`, order, l.product, l.qty, l.price); err != nil {
+					return err
+				}
 			}
 		}
 	}

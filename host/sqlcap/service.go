@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // pure Go SQLite driver, registered as "sqlite"
+	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL driver, registered as "pgx"
+	_ "modernc.org/sqlite"             // pure Go SQLite driver, registered as "sqlite"
 
 	"github.com/toolshed/toolshed/sdk/abi"
 )
@@ -18,7 +20,7 @@ import (
 // Database names a database the operator offers to plugins.
 type Database struct {
 	Name   string
-	Driver string // "sqlite" (a file path as DSN)
+	Driver string // "sqlite" (a file path as DSN) or "postgres" (a libpq/pgx DSN or URL)
 	DSN    string
 }
 
@@ -31,8 +33,9 @@ type Options struct {
 
 // Service runs plugins' read-only queries. It implements wasm.SQLRunner.
 type Service struct {
-	opts Options
-	dbs  map[string]*sql.DB
+	opts    Options
+	dbs     map[string]*sql.DB
+	drivers map[string]string
 }
 
 // Open opens the databases read-only.
@@ -46,7 +49,7 @@ func Open(dbs []Database, opts Options) (*Service, error) {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = 1 << 20
 	}
-	s := &Service{opts: opts, dbs: map[string]*sql.DB{}}
+	s := &Service{opts: opts, dbs: map[string]*sql.DB{}, drivers: map[string]string{}}
 	for _, d := range dbs {
 		if _, dup := s.dbs[d.Name]; dup {
 			s.Close()
@@ -60,8 +63,12 @@ func Open(dbs []Database, opts Options) (*Service, error) {
 			// query_only refuses writes even to temporary tables.
 			dsn := "file:" + url.PathEscape(d.DSN) + "?mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(2000)"
 			db, err = sql.Open("sqlite", dsn)
+		case "postgres":
+			// Every statement runs in a read-only transaction with a
+			// statement timeout (QuerySQL); a read-only role is wise too.
+			db, err = sql.Open("pgx", d.DSN)
 		default:
-			err = fmt.Errorf("unsupported driver %q (want sqlite)", d.Driver)
+			err = fmt.Errorf("unsupported driver %q (want sqlite or postgres)", d.Driver)
 		}
 		if err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -73,6 +80,7 @@ func Open(dbs []Database, opts Options) (*Service, error) {
 			return nil, fmt.Errorf("sqlcap: database %q: %w", d.Name, err)
 		}
 		s.dbs[d.Name] = db
+		s.drivers[d.Name] = d.Driver
 	}
 	return s, nil
 }
@@ -117,9 +125,14 @@ func (s *Service) QuerySQL(ctx context.Context, database string, req abi.SQLRequ
 		return nil, fmt.Errorf("sql: %w", err)
 	}
 	defer tx.Rollback()
+	if s.drivers[database] == "postgres" {
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", s.opts.Timeout.Milliseconds())); err != nil {
+			return nil, fmt.Errorf("sql: %w", err)
+		}
+	}
 	rows, err := tx.QueryContext(ctx, req.SQL, req.Params...)
 	if err != nil {
-		if ctx.Err() == context.DeadlineExceeded {
+		if ctx.Err() == context.DeadlineExceeded || strings.Contains(err.Error(), "statement timeout") {
 			return nil, fmt.Errorf("sql: the statement ran longer than %s and was stopped", s.opts.Timeout)
 		}
 		return nil, fmt.Errorf("sql: %w", err)
@@ -156,7 +169,7 @@ func (s *Service) QuerySQL(ctx context.Context, database string, req abi.SQLRequ
 		reply.Rows = append(reply.Rows, vals)
 	}
 	if err := rows.Err(); err != nil {
-		if ctx.Err() == context.DeadlineExceeded {
+		if ctx.Err() == context.DeadlineExceeded || strings.Contains(err.Error(), "statement timeout") {
 			return nil, fmt.Errorf("sql: the statement ran longer than %s and was stopped", s.opts.Timeout)
 		}
 		return nil, fmt.Errorf("sql: %w", err)
