@@ -132,6 +132,13 @@ func fillDemo(ctx context.Context, db *sql.DB, pg bool) error {
 			return err
 		}
 	}
+	if pg { // PostgreSQL drops "--" comments: make them real ones
+		for _, c := range demoComments() {
+			if _, err := tx.ExecContext(ctx, c); err != nil {
+				return err
+			}
+		}
+	}
 	insert := func(q string, args ...any) error {
 		if pg {
 			n := 0
@@ -211,4 +218,25 @@ func fillDemo(ctx context.Context, db *sql.DB, pg bool) error {
 		}
 	}
 	return tx.Commit()
+}
+
+// demoComments turns the schema's "--" comments into COMMENT ON statements.
+func demoComments() []string {
+	var out []string
+	table := ""
+	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	for _, line := range strings.Split(DemoSchema, "\n") {
+		def, comment, ok := strings.Cut(line, "--")
+		f := strings.Fields(def)
+		switch {
+		case len(f) >= 3 && f[0] == "CREATE" && f[1] == "TABLE":
+			table = f[2]
+			if ok {
+				out = append(out, fmt.Sprintf("COMMENT ON TABLE %s IS %s", table, quote(strings.TrimSpace(comment))))
+			}
+		case ok && table != "" && len(f) >= 2 && f[0] != "PRIMARY":
+			out = append(out, fmt.Sprintf("COMMENT ON COLUMN %s.%s IS %s", table, f[0], quote(strings.TrimSpace(comment))))
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 // Command sql is the bundled SQL plugin: list and describe tables, validate
 // and run read-only queries, all through the host's "sql" capability (the
-// plugin never holds a connection). The metadata queries are SQLite's.
+// plugin never holds a connection). It speaks SQLite's and PostgreSQL's
+// catalogues, finding out which on first use.
 package main
 
 import (
@@ -40,14 +41,39 @@ func init() {
 	sdk.Handle("executeSql", executeSQL)
 }
 
+// postgres reports whether the database is PostgreSQL (else SQLite); the
+// answer lives as long as the instance, that is one request.
+var dialect string
+
+func postgres() bool {
+	if dialect == "" {
+		dialect = "sqlite"
+		if _, err := sdk.Query(`SELECT sqlite_version()`); err != nil {
+			if _, err := sdk.Query(`SELECT current_schema()`); err == nil {
+				dialect = "postgres"
+			}
+		}
+	}
+	return dialect == "postgres"
+}
+
 func tables() ([]table, error) {
-	r, err := sdk.Query(`SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+	q := `SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`
+	if postgres() {
+		q = `SELECT c.relname, COALESCE(obj_description(c.oid, 'pg_class'), '') FROM pg_class c
+		     JOIN pg_namespace n ON n.oid = c.relnamespace
+		     WHERE c.relkind IN ('r', 'p', 'v') AND n.nspname = current_schema() ORDER BY 1`
+	}
+	r, err := sdk.Query(q)
 	if err != nil {
 		return nil, err
 	}
 	var out []table
 	for _, row := range r.Rows {
 		t := table{Name: fmt.Sprint(row[0]), Comment: firstComment(fmt.Sprint(row[1]))}
+		if postgres() {
+			t.Comment = fmt.Sprint(row[1])
+		}
 		c, err := sdk.Query(`SELECT COUNT(*) FROM "` + strings.ReplaceAll(t.Name, `"`, `""`) + `"`)
 		if err == nil && len(c.Rows) == 1 {
 			t.Rows = toInt(c.Rows[0][0])
@@ -127,13 +153,33 @@ func describeTables(a tablesArgs) (sdk.Result, error) {
 			return sdk.Errorf("table %q not found%s; the tables are: %s", want, suggest(want, names), strings.Join(names, ", ")), nil
 		}
 		d := described{Table: t.Name, Comment: t.Comment}
-		cols, err := sdk.Query(`SELECT name, type, "notnull", pk FROM pragma_table_info(?)`, t.Name)
-		if err != nil {
-			return sdk.Result{}, err
-		}
-		fks, _ := sdk.Query(`SELECT "from", "table", "to" FROM pragma_foreign_key_list(?)`, t.Name)
-		ddl, _ := sdk.Query(`SELECT sql FROM sqlite_master WHERE name = ?`, t.Name)
+		var cols, fks, ddl *abi.SQLReply
+		var err error
 		comments := map[string]string{}
+		if postgres() {
+			cols, err = sdk.Query(`SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull::int,
+				CASE WHEN EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary AND a.attnum = ANY(i.indkey)) THEN 1 ELSE 0 END,
+				COALESCE(col_description(a.attrelid, a.attnum), '')
+				FROM pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, t.Name)
+			if err != nil {
+				return sdk.Result{}, err
+			}
+			fks, _ = sdk.Query(`SELECT kcu.column_name, ccu.table_name, ccu.column_name
+				FROM information_schema.table_constraints tc
+				JOIN information_schema.key_column_usage kcu ON tc.constraint_name = kcu.constraint_name
+				JOIN information_schema.constraint_column_usage ccu ON tc.constraint_name = ccu.constraint_name
+				WHERE tc.constraint_type = 'FOREIGN KEY' AND tc.table_name = $1`, t.Name)
+			for _, row := range cols.Rows {
+				comments[fmt.Sprint(row[0])] = fmt.Sprint(row[4])
+			}
+		} else {
+			cols, err = sdk.Query(`SELECT name, type, "notnull", pk FROM pragma_table_info(?)`, t.Name)
+			if err != nil {
+				return sdk.Result{}, err
+			}
+			fks, _ = sdk.Query(`SELECT "from", "table", "to" FROM pragma_foreign_key_list(?)`, t.Name)
+			ddl, _ = sdk.Query(`SELECT sql FROM sqlite_master WHERE name = ?`, t.Name)
+		}
 		if ddl != nil && len(ddl.Rows) == 1 {
 			for _, line := range strings.Split(fmt.Sprint(ddl.Rows[0][0]), "\n")[1:] {
 				def, c, ok := strings.Cut(line, "--")
@@ -189,7 +235,11 @@ func validateSQL(a sqlArgs) (sdk.Result, error) {
 	if strings.TrimSpace(a.SQL) == "" {
 		return sdk.Errorf("give the SQL to check in \"sql\""), nil
 	}
-	plan, err := sdk.Query("EXPLAIN QUERY PLAN "+a.SQL, a.Params...)
+	explain := "EXPLAIN QUERY PLAN "
+	if postgres() {
+		explain = "EXPLAIN "
+	}
+	plan, err := sdk.Query(explain+a.SQL, a.Params...)
 	if err != nil {
 		return sdk.Errorf("invalid: %s%s", err, hint(err.Error())), nil
 	}
@@ -200,18 +250,34 @@ func validateSQL(a sqlArgs) (sdk.Result, error) {
 	return sdk.Result{Content: "valid. Plan: " + strings.Join(steps, "; "), Structured: map[string]any{"valid": true, "plan": steps}}, nil
 }
 
-// hint suggests close table or column names for "no such table/column".
-func hint(msg string) string {
+// missing finds the unknown name in SQLite's or PostgreSQL's error, and
+// whether it is a column.
+func missing(msg string) (name string, column, ok bool) {
 	for _, kind := range []string{"no such table: ", "no such column: "} {
-		i := strings.Index(msg, kind)
-		if i < 0 {
-			continue
+		if i := strings.Index(msg, kind); i >= 0 {
+			if f := strings.Fields(msg[i+len(kind):]); len(f) > 0 {
+				return strings.Trim(f[0], `"'`), kind == "no such column: ", true
+			}
 		}
-		bad := strings.Fields(msg[i+len(kind):])
-		if len(bad) == 0 {
-			continue
+	}
+	for _, kind := range []string{"relation ", "column "} {
+		if i := strings.Index(msg, kind+`"`); i >= 0 {
+			rest := msg[i+len(kind)+1:]
+			if j := strings.Index(rest, `" does not exist`); j > 0 {
+				return rest[:j], kind == "column ", true
+			}
 		}
-		name := strings.Trim(bad[0], `"'`)
+	}
+	return "", false, false
+}
+
+// hint suggests close table or column names for an unknown one.
+func hint(msg string) string {
+	if name, column, ok := missing(msg); ok {
+		kind := "no such table: "
+		if column {
+			kind = "no such column: "
+		}
 		if j := strings.LastIndex(name, "."); j >= 0 {
 			name = name[j+1:]
 		}
@@ -220,7 +286,11 @@ func hint(msg string) string {
 		for _, t := range ts {
 			cands = append(cands, t.Name)
 			if kind == "no such column: " {
-				if cols, err := sdk.Query(`SELECT name FROM pragma_table_info(?)`, t.Name); err == nil {
+				q := `SELECT name FROM pragma_table_info(?)`
+				if postgres() {
+					q = `SELECT column_name FROM information_schema.columns WHERE table_name = $1`
+				}
+				if cols, err := sdk.Query(q, t.Name); err == nil {
 					for _, c := range cols.Rows {
 						cands = append(cands, fmt.Sprint(c[0]))
 					}
