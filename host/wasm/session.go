@@ -125,4 +125,3 @@ func (s *Session) Instances() int {
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
 }
-
