@@ -79,6 +79,13 @@ type Options struct {
 	Generation uint64
 	// Search configures the index; nil is the default.
 	Search *search.Config
+	// RequireModules admits a plugin only when its module is there and
+	// matches the manifest's sha256 (hot reload: a unit being copied is
+	// not complete yet). This reads the modules; plain loads do not.
+	RequireModules bool
+	// Previous is the snapshot being replaced: a manifest that now fails
+	// (or whose unit is incomplete) keeps its previous version live.
+	Previous *Snapshot
 }
 
 // IsManifestName reports whether a file name in a plugin directory is a
@@ -108,6 +115,31 @@ func LoadFS(fsys fs.FS, dir string, opts *Options) (*Snapshot, error) {
 	}
 	s := &Snapshot{Generation: opts.Generation, Dir: dir, byName: map[string]*Tool{}}
 	pluginFile := map[string]string{}
+	previous := map[string]*Plugin{}
+	if opts.Previous != nil {
+		for _, p := range opts.Previous.Plugins {
+			previous[p.ManifestPath] = p
+		}
+	}
+	add := func(p *Plugin) {
+		pluginFile[p.Name()] = p.ManifestPath
+		p.Tools = p.Tools[:0]
+		for _, spec := range p.Manifest.Tools {
+			t := &Tool{Plugin: p, Spec: spec}
+			p.Tools = append(p.Tools, t)
+			s.byName[names.Fold(spec.Name)] = t
+			s.Tools = append(s.Tools, t)
+		}
+		s.Plugins = append(s.Plugins, p)
+	}
+	// fail records a manifest's error and keeps its previous version live.
+	fail := func(file string, err error) {
+		if old, ok := previous[file]; ok && s.checkClashes(old.Manifest, file, pluginFile) == nil {
+			err = fmt.Errorf("%w\n(version %s stays live)", err, old.Manifest.Version)
+			add(old.clone())
+		}
+		s.Errors = append(s.Errors, LoadError{File: file, Err: err})
+	}
 	for _, e := range entries { // ReadDir sorts by name: load order is stable
 		if e.IsDir() || !IsManifestName(e.Name()) {
 			continue
@@ -115,11 +147,11 @@ func LoadFS(fsys fs.FS, dir string, opts *Options) (*Snapshot, error) {
 		file := filepath.Join(dir, e.Name())
 		m, err := readManifest(fsys, e.Name(), file)
 		if err != nil {
-			s.Errors = append(s.Errors, LoadError{File: file, Err: err})
+			fail(file, err)
 			continue
 		}
 		if err := s.checkClashes(m, file, pluginFile); err != nil {
-			s.Errors = append(s.Errors, LoadError{File: file, Err: err})
+			fail(file, err)
 			continue
 		}
 		p := &Plugin{
@@ -129,14 +161,15 @@ func LoadFS(fsys fs.FS, dir string, opts *Options) (*Snapshot, error) {
 			fsys:         fsys,
 			name:         m.Wasm,
 		}
-		pluginFile[m.Name] = file
-		for _, spec := range m.Tools {
-			t := &Tool{Plugin: p, Spec: spec}
-			p.Tools = append(p.Tools, t)
-			s.byName[names.Fold(spec.Name)] = t
-			s.Tools = append(s.Tools, t)
+		if opts.RequireModules {
+			if old, ok := previous[file]; ok && old.Manifest.SHA256 == m.SHA256 && old.Manifest.Version == m.Version {
+				// Unchanged pin: the module was checked when it was admitted.
+			} else if _, err := p.ReadModule(); err != nil {
+				fail(file, fmt.Errorf("unit not complete yet: %w", err))
+				continue
+			}
 		}
-		s.Plugins = append(s.Plugins, p)
+		add(p)
 	}
 	sort.Slice(s.Plugins, func(i, j int) bool { return s.Plugins[i].Name() < s.Plugins[j].Name() })
 	sort.Slice(s.Tools, func(i, j int) bool { return s.Tools[i].Name() < s.Tools[j].Name() })
@@ -215,6 +248,14 @@ func (s *Snapshot) Tool(name string) (*Tool, bool) {
 // Search runs a keyword query over the snapshot's tools.
 func (s *Snapshot) Search(query string, limit int) (search.Result, error) {
 	return s.Index.Search(query, limit)
+}
+
+// clone returns a copy of the plugin without its tools (a new snapshot
+// makes its own Tool values).
+func (p *Plugin) clone() *Plugin {
+	c := *p
+	c.Tools = nil
+	return &c
 }
 
 // ReadModule reads the plugin's .wasm module and checks it against the
