@@ -15,3 +15,12 @@ func newLogger(w io.Writer) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
+
+// newServerLogger logs info and above (debug with TOOLSHED_DEBUG=1).
+func newServerLogger(w io.Writer) *slog.Logger {
+	level := slog.LevelInfo
+	if os.Getenv("TOOLSHED_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}

@@ -8,6 +8,7 @@
 //	toolshed call [--plugins DIR] [--grants FILE] [--json] TOOL 'JSON-ARGS'
 //	toolshed run [--plugins DIR] [--base-url URL] [--model M] [--search-mode keyword|llm|hybrid] [--json] PROMPT
 //	toolshed chat [--plugins DIR] [--base-url URL] [--model M] [--search-mode MODE]
+//	toolshed serve [--addr 127.0.0.1:8080] [--plugins DIR] [--watch=false] [--grants FILE]
 //	toolshed plugins pin MANIFEST.json
 //	toolshed version
 package main
@@ -53,6 +54,7 @@ Usage:
   toolshed call [--plugins DIR] [--grants FILE] [--json] TOOL 'JSON-ARGS'
   toolshed run [--plugins DIR] [--base-url URL] [--model M] [--search-mode keyword|llm|hybrid] [--json] PROMPT
   toolshed chat [--plugins DIR] [--base-url URL] [--model M] [--search-mode MODE]
+  toolshed serve [--addr 127.0.0.1:8080] [--plugins DIR] [--watch=false] [--grants FILE]
   toolshed plugins pin MANIFEST.json
   toolshed version
 
@@ -79,6 +81,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdRun(args[1:], stdout, stderr)
 	case "chat":
 		err = cmdChat(args[1:], stdin, stdout, stderr)
+	case "serve":
+		err = cmdServe(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "toolshed", version)
 	case "help", "-h", "--help":

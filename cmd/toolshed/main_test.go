@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/toolshed/toolshed/host"
+	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/wasm"
 	"github.com/toolshed/toolshed/internal/wasmbuild"
 )
 
@@ -396,5 +399,69 @@ func TestArtifactsListed(t *testing.T) {
 	}}}}
 	if got := artifacts(resp); len(got) != 1 || got[0] != "/a/chart-x.svg" {
 		t.Fatalf("%v", got)
+	}
+}
+
+// TestServeEndpoints serves a live catalog and drops a plugin into it.
+func TestServeEndpoints(t *testing.T) {
+	dir, _ := textkitDir(t)
+	runCLI("plugins", "pin", filepath.Join(dir, "textkit.json"))
+	live, err := catalog.NewLive(dir, catalog.LiveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := wasm.New(&wasm.Options{CacheDir: "off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	srv := httptest.NewServer((&server{live: live, runtime: rt}).routes())
+	defer srv.Close()
+	get := func(path string, v any) int {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if v != nil {
+			json.NewDecoder(resp.Body).Decode(v)
+		}
+		return resp.StatusCode
+	}
+	if code := get("/healthz", nil); code != 200 {
+		t.Fatalf("healthz %d", code)
+	}
+	var plugins struct {
+		Generation uint64
+		Plugins    []struct{ Name, Version, State string }
+	}
+	if get("/v1/plugins", &plugins); plugins.Generation != 1 || len(plugins.Plugins) != 1 || plugins.Plugins[0].State != "not compiled" {
+		t.Fatalf("plugins %+v", plugins)
+	}
+	var res struct {
+		Results []struct{ Name string }
+	}
+	if get("/v1/search?q=url+slug&limit=1", &res); len(res.Results) != 1 || res.Results[0].Name != "slugify" {
+		t.Fatalf("search %+v", res)
+	}
+	if code := get("/v1/search", nil); code != 400 {
+		t.Fatalf("missing q: %d", code)
+	}
+	if code := get("/v1/search?q=x&limit=500", nil); code != 400 {
+		t.Fatalf("bad limit: %d", code)
+	}
+	// Drop the chart plugin in; after a reload search finds it.
+	module, _ := os.ReadFile(wasmbuild.Build(t, "../../plugins/chart"))
+	os.WriteFile(filepath.Join(dir, "chart.wasm"), module, 0o644)
+	man, _ := os.ReadFile(filepath.Join(bundled, "chart.json"))
+	os.WriteFile(filepath.Join(dir, "chart.json"), man, 0o644)
+	runCLI("plugins", "pin", filepath.Join(dir, "chart.json"))
+	live.Reload()
+	if get("/v1/search?q=柱状图", &res); len(res.Results) == 0 || res.Results[0].Name != "createBarChart" {
+		t.Fatalf("after reload: %+v", res)
+	}
+	if get("/v1/plugins", &plugins); plugins.Generation != 2 || len(plugins.Plugins) != 2 {
+		t.Fatalf("plugins after reload %+v", plugins)
 	}
 }

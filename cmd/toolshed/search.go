@@ -64,12 +64,7 @@ func cmdSearch(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	done := time.Now()
-	out := make([]searchResult, 0, len(res.Hits))
-	for _, h := range res.Hits {
-		t, _ := snap.Tool(h.Name)
-		out = append(out, searchResult{Name: h.Name, Plugin: h.Plugin, Score: h.Score,
-			Description: t.Spec.Description, Matched: nonNil(h.Matched)})
-	}
+	out := searchResults(snap, res)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
@@ -106,6 +101,18 @@ func cmdSearch(args []string, stdout, stderr io.Writer) error {
 			done.Sub(loaded).Round(time.Microsecond), done.Sub(start).Round(time.Microsecond), float64(m.HeapAlloc)/(1<<20))
 	}
 	return nil
+}
+
+// searchResults is the JSON form of a search, shared by "search --json"
+// and the server's /v1/search.
+func searchResults(snap *catalog.Snapshot, res search.Result) []searchResult {
+	out := make([]searchResult, 0, len(res.Hits))
+	for _, h := range res.Hits {
+		t, _ := snap.Tool(h.Name)
+		out = append(out, searchResult{Name: h.Name, Plugin: h.Plugin, Score: h.Score,
+			Description: t.Spec.Description, Matched: nonNil(h.Matched)})
+	}
+	return out
 }
 
 // listFlag collects a repeatable string flag.

@@ -126,7 +126,7 @@ func (h *Host) CacheDir() string { return h.opts.CacheDir }
 // compiling it) on first use. Handles are keyed by manifest file and module
 // hash, so a plugin updated on disk gets a new handle.
 func (h *Host) Plugin(p *catalog.Plugin) (*Plugin, error) {
-	key := p.ManifestPath + "\x00" + p.Manifest.SHA256 + "\x00" + p.Manifest.Version
+	key := pluginKey(p)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -169,4 +169,30 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	errs = append(errs, h.cache.Close(ctx))
 	return errors.Join(errs...)
+}
+
+// PluginState says where a catalog plugin stands in this host: "not
+// compiled" (no tool of it was needed yet), "ready", or "failed" with the
+// compile error.
+func (h *Host) PluginState(p *catalog.Plugin) (state string, err error) {
+	h.mu.Lock()
+	pl, ok := h.byKey[pluginKey(p)]
+	h.mu.Unlock()
+	if !ok {
+		return "not compiled", nil
+	}
+	pl.compileMu.Lock()
+	defer pl.compileMu.Unlock()
+	switch {
+	case pl.module != nil:
+		return "ready", nil
+	case pl.compileErr != nil:
+		return "failed", pl.compileErr
+	}
+	return "not compiled", nil
+}
+
+// pluginKey identifies a plugin version: manifest file, module hash, version.
+func pluginKey(p *catalog.Plugin) string {
+	return p.ManifestPath + "\x00" + p.Manifest.SHA256 + "\x00" + p.Manifest.Version
 }
