@@ -140,7 +140,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer rt.Close(context.Background())
-	live, err := catalog.NewLive(*dir, catalog.LiveOptions{Logger: log})
+	// After each swap the runtime retires plugin versions the catalog no
+	// longer holds (closed once no request uses them).
+	live, err := catalog.NewLive(*dir, catalog.LiveOptions{Logger: log, OnChange: func(_, s *catalog.Snapshot) { rt.Sync(s) }})
 	if err != nil {
 		return err
 	}

@@ -58,6 +58,9 @@ type Options struct {
 	// Logger receives plugin output, capability logs and load decisions;
 	// nil discards them.
 	Logger *slog.Logger
+	// RetireGrace keeps a dropped plugin version compiled this long after
+	// the catalog lost it (Sync); 0 means 5 minutes, negative means none.
+	RetireGrace time.Duration
 }
 
 // Caps are the operator's upper bounds on manifest limits; zero means the
@@ -169,6 +172,77 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	errs = append(errs, h.cache.Close(ctx))
 	return errors.Join(errs...)
+}
+
+// RetireGrace is how long a plugin version the catalog dropped stays
+// compiled, so that requests started before the update can still take it
+// up; default 5 minutes.
+const defaultRetireGrace = 5 * time.Minute
+
+// Sync tells the host which plugin versions the catalog now holds. Versions
+// no longer there are retired: their pooled instances close at once; their
+// compiled module closes when no instance of them is left and the grace
+// period has passed. Call it after every reload (catalog.Live's OnChange).
+func (h *Host) Sync(snap *catalog.Snapshot) {
+	current := map[string]bool{}
+	for _, p := range snap.Plugins {
+		current[pluginKey(p)] = true
+	}
+	h.mu.Lock()
+	var retire []*Plugin
+	for key, pl := range h.byKey {
+		pl.mu.Lock()
+		if !current[key] && pl.retiredAt.IsZero() {
+			pl.retiredAt = time.Now()
+			retire = append(retire, pl)
+		} else if current[key] {
+			pl.retiredAt = time.Time{} // back in the catalog
+		}
+		pl.mu.Unlock()
+	}
+	h.mu.Unlock()
+	for _, pl := range retire {
+		pl.mu.Lock()
+		pool := pl.pool
+		pl.pool = nil
+		pl.mu.Unlock()
+		for _, in := range pool {
+			in.close(context.Background())
+		}
+	}
+	h.collect(true)
+}
+
+// collect closes retired plugin versions with no live instance left whose
+// grace period is over.
+func (h *Host) collect(force bool) {
+	grace := h.opts.RetireGrace
+	if grace == 0 {
+		grace = defaultRetireGrace
+	}
+	h.mu.Lock()
+	var done []*Plugin
+	for key, pl := range h.byKey {
+		pl.mu.Lock()
+		idle := !pl.retiredAt.IsZero() && len(pl.byModule) == 0 && !pl.filling && time.Since(pl.retiredAt) >= max(grace, 0)
+		pl.mu.Unlock()
+		if idle {
+			delete(h.byKey, key)
+			done = append(done, pl)
+		}
+	}
+	h.mu.Unlock()
+	for _, pl := range done {
+		pl.close(context.Background())
+	}
+	_ = force
+}
+
+// Plugins reports how many plugin versions the host holds (compiled or not).
+func (h *Host) Plugins() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.byKey)
 }
 
 // PluginState says where a catalog plugin stands in this host: "not

@@ -41,11 +41,12 @@ type Plugin struct {
 	failedAt   time.Time
 	compileDur time.Duration
 
-	mu       sync.Mutex
-	pool     []*instance
-	filling  bool
-	byModule map[api.Module]*instance
-	closed   bool
+	mu        sync.Mutex
+	pool      []*instance
+	filling   bool
+	byModule  map[api.Module]*instance // live instances, pooled or in use
+	closed    bool
+	retiredAt time.Time // when the catalog dropped this version; zero while current
 
 	schemaMu sync.Mutex
 	schemas  map[string]*jsonschema.Schema
@@ -279,7 +280,7 @@ func (p *Plugin) Warm(ctx context.Context) error {
 func (p *Plugin) refill() {
 	size := p.host.opts.PoolSize
 	p.mu.Lock()
-	if size <= 0 || p.filling || p.closed || len(p.pool) >= size {
+	if size <= 0 || p.filling || p.closed || !p.retiredAt.IsZero() || len(p.pool) >= size {
 		p.mu.Unlock()
 		return
 	}
@@ -333,6 +334,7 @@ func (in *instance) close(ctx context.Context) {
 	p.mu.Lock()
 	delete(p.byModule, in.mod)
 	p.mu.Unlock()
+	p.host.collect(false)
 }
 
 // CallError is a plugin call that failed in the plugin: it trapped, timed

@@ -1,0 +1,5 @@
+//go:build !race
+
+package wasm_test
+
+const raceEnabled = false
