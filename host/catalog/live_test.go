@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 )
+
+var dropsFlag = flag.Int("drops", 20, "plugin units TestReloadLatency drops (make bench-runtime: 100)")
 
 // unit writes a plugin unit: module first or manifest first.
 func unit(t *testing.T, dir, name, version string, moduleFirst bool) {
@@ -141,7 +144,7 @@ func TestReloadLatency(t *testing.T) {
 	defer cancel()
 	go l.Watch(ctx, WatchOptions{})
 	time.Sleep(50 * time.Millisecond)
-	drops := 20
+	drops := *dropsFlag
 	if testing.Short() {
 		drops = 5
 	}
