@@ -49,6 +49,7 @@ bench-runtime:
 	$(GO) test -count=1 -run '^TestSQLCostReport$$' -v ./plugins/sql -args -report
 	$(GO) test -count=1 -run '^TestChartReport$$' -v ./plugins/chart -args -report
 	$(GO) test -count=1 -run '^TestReloadLatency$$' -v ./host/catalog -args -drops 100
+	$(GO) test -count=1 -run '^TestReloadMemoryFlat$$' -v ./host/wasm -args -cycles 1000
 
 eval: build
 	@for set in seal-tools metatool; do \

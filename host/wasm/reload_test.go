@@ -2,6 +2,7 @@ package wasm_test
 
 import (
 	"context"
+	"flag"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -101,6 +102,8 @@ func TestUpdatesUnderLoad(t *testing.T) {
 	t.Logf("%d calls across %d reloads, none failed", calls.Load(), live.Reloads())
 }
 
+var soakCycles = flag.Int("cycles", 200, "reload cycles of TestReloadMemoryFlat (make bench-runtime: 1000)")
+
 // TestReloadMemoryFlat: a thousand reloads with version bumps leave the
 // host holding only current versions, and the heap flat.
 func TestReloadMemoryFlat(t *testing.T) {
@@ -134,9 +137,9 @@ func TestReloadMemoryFlat(t *testing.T) {
 			s.Close(context.Background())
 		}
 	}
-	cycles := 1000
+	cycles := *soakCycles
 	if raceEnabled || testing.Short() {
-		cycles = 150 // the race detector makes each cycle ten times slower
+		cycles = min(cycles, 60) // the race detector makes each cycle ten times slower
 	}
 	for i := 1; i <= 100; i++ { // warm up
 		cycle(i)
