@@ -2,10 +2,10 @@ package wasm_test
 
 import (
 	"context"
-	"flag"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
