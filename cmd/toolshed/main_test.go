@@ -465,3 +465,35 @@ func TestServeEndpoints(t *testing.T) {
 		t.Fatalf("plugins after reload %+v", plugins)
 	}
 }
+
+// TestToolTokensBundled reproduces the figure in docs/AGENT.md: the tool
+// definitions round 1 sends for the bundled catalog against sending every
+// tool (go test -run TestToolTokensBundled -v ./cmd/toolshed).
+func TestToolTokensBundled(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"ok"}}]}`)
+	}))
+	defer srv.Close()
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	for _, flags := range [][]string{{}, {"--no-time", "--no-todo"}} {
+		args := append([]string{"run", "--plugins", bundled, "--base-url", srv.URL + "/v1", "--json"}, flags...)
+		code, out, errs := runCLI(append(args, "hi")...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var v struct {
+			Rounds []struct {
+				Tools          []string
+				ToolTokens     int `json:"tool_tokens"`
+				AllToolsTokens int `json:"all_tools_tokens"`
+			}
+		}
+		json.Unmarshal([]byte(out), &v)
+		r := v.Rounds[0]
+		t.Logf("always-on %v: %d tokens sent, %d for every tool (%.0f%% fewer)", r.Tools, r.ToolTokens, r.AllToolsTokens,
+			100*(1-float64(r.ToolTokens)/float64(r.AllToolsTokens)))
+		if r.ToolTokens == 0 || r.AllToolsTokens < 4*r.ToolTokens {
+			t.Errorf("round 1 sent %d tokens against %d for all tools", r.ToolTokens, r.AllToolsTokens)
+		}
+	}
+}
