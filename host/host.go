@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/toolshed/toolshed/host/catalog"
@@ -104,8 +105,12 @@ type Host struct {
 	opts    Options
 	goTools []GoTool
 	byName  map[string]*GoTool
-	runtime *wasm.Host
-	log     *slog.Logger
+	schemas map[string]compiledSchema // always-on tools' schemas, compiled once
+
+	emptyOnce sync.Once
+	empty     *catalog.Snapshot // the catalog when none is configured
+	runtime   *wasm.Host
+	log       *slog.Logger
 
 	ownRuntime bool // made by New, closed by Close
 
@@ -128,7 +133,8 @@ func New(opts Options) (*Host, error) {
 	if opts.Client == nil || opts.Model == "" {
 		return nil, errors.New("host: a model client and model name are required")
 	}
-	h := &Host{opts: opts, byName: map[string]*GoTool{}, runtime: opts.Runtime, log: opts.Logger}
+	h := &Host{opts: opts, byName: map[string]*GoTool{}, schemas: map[string]compiledSchema{},
+		goTools: make([]GoTool, 0, len(opts.Tools)), runtime: opts.Runtime, log: opts.Logger}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -172,8 +178,10 @@ func New(opts Options) (*Host, error) {
 		if (t.Call == nil) == (t.SessionCall == nil) {
 			panic(fmt.Sprintf("host: tool %q needs exactly one of Call and SessionCall", t.Name))
 		}
-		h.goTools = append(h.goTools, t)
+		h.goTools = append(h.goTools, t) // capacity is set: the pointers below stay valid
 		h.byName[t.Name] = &h.goTools[len(h.goTools)-1]
+		sch, err := manifest.CompileSchema(t.Parameters)
+		h.schemas[t.Name] = compiledSchema{sch, err}
 	}
 	return h, nil
 }
@@ -184,8 +192,8 @@ func (h *Host) snapshot() *catalog.Snapshot {
 			return s
 		}
 	}
-	empty, _ := catalog.LoadFS(emptyFS{}, "", nil)
-	return empty
+	h.emptyOnce.Do(func() { h.empty, _ = catalog.LoadFS(emptyFS{}, "", nil) })
+	return h.empty
 }
 
 // Response is the outcome of one request.
@@ -398,7 +406,7 @@ func (h *Host) dispatch(ctx context.Context, s *Session, name, args string) (Res
 		if !json.Valid(raw) {
 			return Result{Content: fmt.Sprintf("arguments for %s are not valid JSON: %s", name, args), IsError: true}, nil
 		}
-		if msg := validateArgs(t.Parameters, raw); msg != "" {
+		if msg := validateArgs(h.schemas[name], raw); msg != "" {
 			return Result{Content: msg, IsError: true}, nil
 		}
 		var res Result
@@ -589,9 +597,15 @@ func retryable(err error) bool {
 	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
+// compiledSchema is a tool's parameter schema, or why it does not compile.
+type compiledSchema struct {
+	sch *jsonschema.Schema
+	err error
+}
+
 // validateArgs checks arguments against a schema; "" means valid.
-func validateArgs(schema, args json.RawMessage) string {
-	sch, err := manifest.CompileSchema(schema)
+func validateArgs(schema compiledSchema, args json.RawMessage) string {
+	sch, err := schema.sch, schema.err
 	if err != nil {
 		return "the tool's parameter schema is invalid: " + err.Error()
 	}

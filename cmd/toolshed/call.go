@@ -53,7 +53,7 @@ func cmdCall(args []string, stdout, stderr io.Writer) error {
 	if inside(*cacheDir, *dir) {
 		return fmt.Errorf("--cache-dir %s is inside the plugin directory %s: compiled code must live in a host-owned directory", *cacheDir, *dir)
 	}
-	op, err := loadOperator(*dir, *grantsPath, *dir == defaultPluginDir(), stderr)
+	op, err := loadOperator(*dir, *grantsPath, *dir == defaultPluginDir())
 	if err != nil {
 		return err
 	}

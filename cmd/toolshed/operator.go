@@ -56,7 +56,7 @@ func bundledGrants(pluginDir string) map[string]wasm.Grants {
 // loadOperator reads the grants file, or applies the bundled defaults when
 // there is none and the plugin directory is the default one. Databases
 // are opened read-only; the embedded demo database is created on first use.
-func loadOperator(pluginDir, grantsPath string, defaultDir bool, stderr io.Writer) (*operator, error) {
+func loadOperator(pluginDir, grantsPath string, defaultDir bool) (*operator, error) {
 	o := &operator{grants: map[string]wasm.Grants{}}
 	dbs := map[string]sqlcap.Database{}
 	switch {

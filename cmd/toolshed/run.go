@@ -125,7 +125,7 @@ func (f *agentFlags) build(stderr io.Writer) (h *host.Host, closeFn func(), err 
 	for _, e := range snap.Errors {
 		fmt.Fprintf(stderr, "toolshed: skipped %s\n", indent(e.Error()))
 	}
-	op, err := loadOperator(*f.dir, *f.grants, *f.dir == defaultPluginDir(), stderr)
+	op, err := loadOperator(*f.dir, *f.grants, *f.dir == defaultPluginDir())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -128,7 +128,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	log := newServerLogger(stderr)
-	op, err := loadOperator(*dir, *grants, *dir == defaultPluginDir(), stderr)
+	op, err := loadOperator(*dir, *grants, *dir == defaultPluginDir())
 	if err != nil {
 		return err
 	}

@@ -210,12 +210,12 @@ func (h *Host) Sync(snap *catalog.Snapshot) {
 			in.close(context.Background())
 		}
 	}
-	h.collect(true)
+	h.collect()
 }
 
 // collect closes retired plugin versions with no live instance left whose
 // grace period is over.
-func (h *Host) collect(force bool) {
+func (h *Host) collect() {
 	grace := h.opts.RetireGrace
 	if grace == 0 {
 		grace = defaultRetireGrace
@@ -235,7 +235,6 @@ func (h *Host) collect(force bool) {
 	for _, pl := range done {
 		pl.close(context.Background())
 	}
-	_ = force
 }
 
 // Plugins reports how many plugin versions the host holds (compiled or not).

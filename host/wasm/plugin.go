@@ -334,7 +334,7 @@ func (in *instance) close(ctx context.Context) {
 	p.mu.Lock()
 	delete(p.byModule, in.mod)
 	p.mu.Unlock()
-	p.host.collect(false)
+	p.host.collect()
 }
 
 // CallError is a plugin call that failed in the plugin: it trapped, timed
