@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -82,6 +83,12 @@ type Host struct {
 	bg     sync.WaitGroup // background pool refills
 	// instSem bounds concurrent instantiations to the CPUs.
 	instSem chan struct{}
+
+	stats struct {
+		compiles, compileFailures, compileNanos atomic.Uint64
+		instantiations, instantiateFailures     atomic.Uint64
+		poolHits, poolMisses                    atomic.Uint64
+	}
 
 	// noCloseOnDone turns off WithCloseOnContextDone: for measuring its
 	// cost only (a call could then never be stopped).
@@ -263,6 +270,30 @@ func (h *Host) PluginState(p *catalog.Plugin) (state string, err error) {
 		return "failed", pl.compileErr
 	}
 	return "not compiled", nil
+}
+
+// Stats are a Host's running totals since New, for metrics. Counters only
+// grow.
+type Stats struct {
+	Compiles        uint64        // modules compiled (from the cache or not)
+	CompileFailures uint64        // modules refused or failed to compile
+	CompileTime     time.Duration // spent compiling, in all
+	Instantiations  uint64        // instances made (pool refills included)
+	// InstantiateFailures counts instances that could not be made
+	// (initialiser trapped or timed out, wrong ABI version).
+	InstantiateFailures uint64
+	// PoolHits and PoolMisses count sessions' first calls to a plugin
+	// served from the pool and those that had to instantiate.
+	PoolHits, PoolMisses uint64
+}
+
+// Stats returns the running totals. Safe for concurrent use.
+func (h *Host) Stats() Stats {
+	st := &h.stats
+	return Stats{Compiles: st.compiles.Load(), CompileFailures: st.compileFailures.Load(),
+		CompileTime:    time.Duration(st.compileNanos.Load()),
+		Instantiations: st.instantiations.Load(), InstantiateFailures: st.instantiateFailures.Load(),
+		PoolHits: st.poolHits.Load(), PoolMisses: st.poolMisses.Load()}
 }
 
 // pluginKey identifies a plugin version: manifest file, module hash, version.

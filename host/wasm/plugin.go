@@ -108,6 +108,7 @@ func (p *Plugin) Compile(ctx context.Context) error {
 	err := p.compile(ctx)
 	if err != nil {
 		p.compileErr, p.failedAt = err, time.Now()
+		p.host.stats.compileFailures.Add(1)
 		p.host.log.Warn("plugin failed to compile", "plugin", p.name, "error", err)
 	}
 	return err
@@ -142,6 +143,8 @@ func (p *Plugin) compile(ctx context.Context) error {
 	}
 	p.runtime, p.module, p.compileErr = rt, cm, nil
 	p.compileDur = time.Since(start)
+	p.host.stats.compiles.Add(1)
+	p.host.stats.compileNanos.Add(uint64(p.compileDur))
 	p.host.log.Info("plugin compiled", "plugin", p.name, "took", p.compileDur)
 	return nil
 }
@@ -197,6 +200,17 @@ func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
 	if err := p.Compile(ctx); err != nil {
 		return nil, err
 	}
+	in, err := p.newInstance(ctx)
+	if err != nil {
+		p.host.stats.instantiateFailures.Add(1)
+		return nil, err
+	}
+	p.host.stats.instantiations.Add(1)
+	return in, nil
+}
+
+// newInstance instantiates the compiled module and checks its ABI version.
+func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	in := &instance{plugin: p,
 		stdout: newLineLog(p.host.log, p.name, "stdout"),
 		stderr: newLineLog(p.host.log, p.name, "stderr")}
@@ -256,7 +270,10 @@ func (p *Plugin) take(ctx context.Context) (*instance, error) {
 		in, p.pool = p.pool[n-1], p.pool[:n-1]
 	}
 	p.mu.Unlock()
-	if in == nil {
+	if in != nil {
+		p.host.stats.poolHits.Add(1)
+	} else {
+		p.host.stats.poolMisses.Add(1)
 		var err error
 		if in, err = p.instantiate(ctx); err != nil {
 			return nil, err

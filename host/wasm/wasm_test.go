@@ -470,6 +470,14 @@ func TestOneCompileManySessions(t *testing.T) {
 	if n := strings.Count(logs.String(), `msg="plugin compiled"`); n != 1 {
 		t.Fatalf("compiled %d times", n)
 	}
+	st := h.Stats()
+	if st.Compiles != 1 || st.CompileFailures != 0 || st.CompileTime <= 0 {
+		t.Errorf("stats: %+v, want one compile", st)
+	}
+	// Every session took one fresh instance, from the pool or made then.
+	if st.PoolHits+st.PoolMisses != 20 || st.Instantiations < st.PoolMisses || st.InstantiateFailures != 0 {
+		t.Errorf("stats: %+v, want 20 first calls", st)
+	}
 }
 
 // TestPoolGivesFreshInstances: pooled instances are never used before.
