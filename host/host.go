@@ -202,6 +202,17 @@ type Response struct {
 	Messages   []openai.ChatCompletionMessage // the whole conversation, the answer last
 	Discovered []string
 	Rounds     []Round
+	// Model is the model the request ran on.
+	Model string
+	// ClientCalls are the calls of the last round to the request's client
+	// tools (RunRequest): the request ends there and the caller runs them.
+	ClientCalls []openai.ToolCall
+	// FinishReason is why the last round ended: "stop", "length",
+	// "tool_calls" (ClientCalls), as the model reported it.
+	FinishReason openai.FinishReason
+	// Usage adds up the model's token usage over all rounds (zero where the
+	// model reported none).
+	Usage openai.Usage
 }
 
 // Round records one model round.
@@ -218,7 +229,10 @@ type Round struct {
 
 // ToolCallRecord is one tool call and its outcome.
 type ToolCallRecord struct {
-	Name      string        `json:"name"`
+	Name string `json:"name"`
+	// Plugin is the plugin of a deferred tool; "" for always-on tools and
+	// tool_search.
+	Plugin    string        `json:"plugin,omitempty"`
 	Arguments string        `json:"arguments"`
 	IsError   bool          `json:"is_error"`
 	Duration  time.Duration `json:"duration_ns"`
@@ -234,7 +248,7 @@ var ErrMaxRounds = errors.New("host: the model was still calling tools after the
 // until the model answers without tool calls or MaxRounds is reached (then
 // the Response so far and ErrMaxRounds).
 func (h *Host) Run(ctx context.Context, messages []openai.ChatCompletionMessage) (*Response, error) {
-	return h.run(ctx, messages, nil)
+	return h.run(ctx, openai.ChatCompletionRequest{Messages: messages}, nil)
 }
 
 // Event is what RunStream reports as a request proceeds.
@@ -268,48 +282,129 @@ func (h *Host) RunStream(ctx context.Context, messages []openai.ChatCompletionMe
 	if onEvent == nil {
 		onEvent = func(Event) {}
 	}
-	return h.run(ctx, messages, onEvent)
+	return h.run(ctx, openai.ChatCompletionRequest{Messages: messages}, onEvent)
 }
 
-func (h *Host) run(ctx context.Context, messages []openai.ChatCompletionMessage, onEvent func(Event)) (*Response, error) {
-	s := h.newSession()
-	defer func() {
-		if s.wasm != nil {
-			s.wasm.Close(context.Background())
+// ErrInvalidRequest marks a RunRequest the host cannot run as given (the
+// caller's mistake, an HTTP 400).
+var ErrInvalidRequest = errors.New("invalid request")
+
+// RunRequest runs one request given as an OpenAI chat completion request,
+// the way an OpenAI-compatible server receives it. Messages is the
+// conversation; Model, when set, replaces Options.Model; the sampling
+// fields (temperature, max tokens, stop, response format, …) go with every
+// round. Tools are the client's own tools: sent every round after the
+// always-on tools, never run here — a round that calls one ends the
+// request with Response.ClientCalls (and FinishReason "tool_calls");
+// server-side calls of that same round are not run. ToolChoice may be
+// empty, "auto" or "none". Stream is ignored: a non-nil onEvent streams,
+// as RunStream does. Errors wrapping ErrInvalidRequest say what to fix.
+func (h *Host) RunRequest(ctx context.Context, req openai.ChatCompletionRequest, onEvent func(Event)) (*Response, error) {
+	if err := h.checkRequest(req); err != nil {
+		return nil, err
+	}
+	return h.run(ctx, req, onEvent)
+}
+
+func (h *Host) checkRequest(req openai.ChatCompletionRequest) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidRequest, fmt.Sprintf(format, args...))
+	}
+	if len(req.Messages) == 0 {
+		return bad("messages is empty")
+	}
+	if req.N > 1 {
+		return bad("n must be 1: the agent loop makes one answer")
+	}
+	if len(req.Functions) > 0 || req.FunctionCall != nil {
+		return bad("functions and function_call are not supported: use tools")
+	}
+	switch c := req.ToolChoice.(type) {
+	case nil:
+	case string:
+		if c != "" && c != "auto" && c != "none" {
+			return bad("tool_choice %q is not supported: use \"auto\" or \"none\"", c)
 		}
-	}()
-	msgs := h.withSystem(messages)
-	resp := &Response{}
+	default:
+		return bad("tool_choice naming a tool is not supported: use \"auto\" or \"none\"")
+	}
+	snap := h.snapshot()
+	seen := map[string]bool{}
+	for i, t := range req.Tools {
+		if t.Type != openai.ToolTypeFunction || t.Function == nil || t.Function.Name == "" {
+			return bad("tools[%d] must be a function with a name", i)
+		}
+		name := t.Function.Name
+		_, always := h.byName[name]
+		_, deferred := snap.Tool(name)
+		switch {
+		case seen[name]:
+			return bad("tools[%d]: %q is given twice", i, name)
+		case always || deferred || name == ToolSearchName:
+			return bad("tools[%d]: %q is also the name of a server tool; rename the client tool", i, name)
+		}
+		seen[name] = true
+	}
+	return nil
+}
+
+func (h *Host) run(ctx context.Context, base openai.ChatCompletionRequest, onEvent func(Event)) (*Response, error) {
+	s := h.newSession()
+	defer s.Close()
+	s.client = base.Tools
+	model := base.Model
+	if model == "" {
+		model = h.opts.Model
+	}
+	msgs := h.withSystem(base.Messages)
+	resp := &Response{Model: model}
 	for round := 0; round < h.opts.MaxRounds; round++ {
 		tools := s.Tools()
 		rec := Round{Tools: s.ToolNames(), ToolTokens: toolTokens(tools), AllToolsTokens: h.allToolsTokens(s.snap)}
-		req := openai.ChatCompletionRequest{Model: h.opts.Model, Messages: msgs, Tools: tools}
+		req := base
+		req.Model, req.Messages, req.Tools, req.Stream = model, msgs, tools, false
 		var msg openai.ChatCompletionMessage
+		var finish openai.FinishReason
+		var usage openai.Usage
 		var err error
 		if onEvent != nil {
 			onEvent(Event{Kind: EventRound, Round: round + 1})
-			msg, err = h.stream(ctx, req, func(text string) { onEvent(Event{Kind: EventText, Text: text, Round: round + 1}) })
+			msg, finish, usage, err = h.stream(ctx, req, func(text string) { onEvent(Event{Kind: EventText, Text: text, Round: round + 1}) })
 		} else {
+			req.StreamOptions = nil
 			var out openai.ChatCompletionResponse
 			out, err = h.complete(ctx, h.opts.Client, req)
 			if err == nil && len(out.Choices) == 0 {
 				err = errors.New("the model returned no choice")
 			}
 			if err == nil {
-				msg = out.Choices[0].Message
+				msg, finish, usage = out.Choices[0].Message, out.Choices[0].FinishReason, out.Usage
 			}
 		}
+		addUsage(&resp.Usage, usage)
 		if err != nil {
 			return h.finish(resp, s, msgs), fmt.Errorf("host: round %d: model: %w", round+1, err)
 		}
 		if msg.Role == "" {
 			msg.Role = openai.ChatMessageRoleAssistant
 		}
+		if client := s.clientCalls(msg.ToolCalls); len(client) > 0 {
+			// The client runs these; the request ends here.
+			msg.ToolCalls = client
+			msgs = append(msgs, msg)
+			h.logRound(round+1, rec)
+			resp.Rounds = append(resp.Rounds, rec)
+			resp.Answer, resp.ClientCalls, resp.FinishReason = msg.Content, client, openai.FinishReasonToolCalls
+			return h.finish(resp, s, msgs), nil
+		}
 		msgs = append(msgs, msg)
 		if len(msg.ToolCalls) == 0 {
 			h.logRound(round+1, rec)
 			resp.Rounds = append(resp.Rounds, rec)
-			resp.Answer = msg.Content
+			resp.Answer, resp.FinishReason = msg.Content, finish
+			if resp.FinishReason == "" {
+				resp.FinishReason = openai.FinishReasonStop
+			}
 			return h.finish(resp, s, msgs), nil
 		}
 		if onEvent != nil {
@@ -329,6 +424,12 @@ func (h *Host) run(ctx context.Context, messages []openai.ChatCompletionMessage,
 		msgs = append(msgs, results...)
 	}
 	return h.finish(resp, s, msgs), ErrMaxRounds
+}
+
+func addUsage(sum *openai.Usage, u openai.Usage) {
+	sum.PromptTokens += u.PromptTokens
+	sum.CompletionTokens += u.CompletionTokens
+	sum.TotalTokens += u.TotalTokens
 }
 
 // logRound writes a round's telemetry to the log.
@@ -378,9 +479,9 @@ func (h *Host) runCalls(ctx context.Context, s *Session, calls []openai.ToolCall
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			res, search := h.dispatch(ctx, s, c.Function.Name, c.Function.Arguments)
-			recs[i] = ToolCallRecord{Name: c.Function.Name, Arguments: c.Function.Arguments, IsError: res.IsError,
-				Duration: time.Since(start), Search: search, Structured: res.Structured}
+			res, search := s.Call(ctx, c.Function.Name, c.Function.Arguments)
+			recs[i] = ToolCallRecord{Name: c.Function.Name, Plugin: s.pluginOf(c.Function.Name), Arguments: c.Function.Arguments,
+				IsError: res.IsError, Duration: time.Since(start), Search: search, Structured: res.Structured}
 			content := res.Content
 			if res.IsError && content == "" {
 				content = "error"
@@ -392,9 +493,14 @@ func (h *Host) runCalls(ctx context.Context, s *Session, calls []openai.ToolCall
 	return msgs, recs
 }
 
-// dispatch runs one tool call. Everything the model can act on comes back
-// as a tool error, never as a Go error.
-func (h *Host) dispatch(ctx context.Context, s *Session, name, args string) (Result, *SearchRecord) {
+// Call runs one tool call as the agent loop does: tool_search, an
+// always-on tool, or a deferred tool this session discovered (others are
+// refused, unless Options.AutoDiscover). Everything the model can act on —
+// bad arguments, unknown tools, plugin failures — comes back as a Result
+// with IsError, never as a Go error. The SearchRecord is set for
+// tool_search. Safe for concurrent use.
+func (s *Session) Call(ctx context.Context, name, args string) (Result, *SearchRecord) {
+	h := s.host
 	if name == ToolSearchName {
 		return s.toolSearch(ctx, args)
 	}
@@ -445,7 +551,11 @@ func (h *Host) dispatch(ctx context.Context, s *Session, name, args string) (Res
 // pieces go to onText as they come; tool calls are put together from
 // their deltas. A stream that ends early is an error. A failure before the
 // first piece arrives is retried like a plain call.
-func (h *Host) stream(ctx context.Context, req openai.ChatCompletionRequest, onText func(string)) (openai.ChatCompletionMessage, error) {
+// It returns the message, the finish reason and the usage the model
+// reported (with stream_options.include_usage).
+func (h *Host) stream(ctx context.Context, req openai.ChatCompletionRequest, onText func(string)) (openai.ChatCompletionMessage, openai.FinishReason, openai.Usage, error) {
+	var usage openai.Usage
+	var finish openai.FinishReason
 	req.Stream = true
 	wait := h.opts.RetryBackoff
 	var st *openai.ChatCompletionStream
@@ -456,12 +566,12 @@ func (h *Host) stream(ctx context.Context, req openai.ChatCompletionRequest, onT
 			break
 		}
 		if attempt >= h.opts.Retries || !retryable(err) || ctx.Err() != nil {
-			return openai.ChatCompletionMessage{}, err
+			return openai.ChatCompletionMessage{}, "", usage, err
 		}
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return openai.ChatCompletionMessage{}, ctx.Err()
+			return openai.ChatCompletionMessage{}, "", usage, ctx.Err()
 		}
 		wait = min(2*wait, 8*time.Second)
 	}
@@ -478,12 +588,15 @@ func (h *Host) stream(ctx context.Context, req openai.ChatCompletionRequest, onT
 			break
 		}
 		if err != nil {
-			return msg, fmt.Errorf("the model's stream broke off: %w", err)
+			return msg, "", usage, fmt.Errorf("the model's stream broke off: %w", err)
 		}
 		idle.Reset(h.opts.RequestTimeout)
+		if chunk.Usage != nil {
+			addUsage(&usage, *chunk.Usage)
+		}
 		for _, ch := range chunk.Choices {
 			if ch.FinishReason != "" {
-				finished = true
+				finished, finish = true, ch.FinishReason
 			}
 			if d := ch.Delta.Content; d != "" {
 				text.WriteString(d)
@@ -497,7 +610,7 @@ func (h *Host) stream(ctx context.Context, req openai.ChatCompletionRequest, onT
 					i = len(calls) - 1 // a continuation without an index
 				}
 				if i < 0 || i > 128 {
-					return msg, fmt.Errorf("the model's stream has a tool call with index %d", i)
+					return msg, "", usage, fmt.Errorf("the model's stream has a tool call with index %d", i)
 				}
 				for len(calls) <= i {
 					calls = append(calls, openai.ToolCall{Type: openai.ToolTypeFunction})
@@ -514,11 +627,11 @@ func (h *Host) stream(ctx context.Context, req openai.ChatCompletionRequest, onT
 		}
 	}
 	if !finished {
-		return msg, errors.New("the model's stream ended before the answer was finished")
+		return msg, "", usage, errors.New("the model's stream ended before the answer was finished")
 	}
 	msg.Content = text.String()
 	msg.ToolCalls = calls
-	return msg, nil
+	return msg, finish, usage, nil
 }
 
 // toolTokens counts the tokens of tool definitions as sent.

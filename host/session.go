@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
 	"sync"
 
@@ -15,9 +16,10 @@ import (
 // budget, and its plugin instances. Sessions share nothing mutable. A
 // Session is safe for concurrent use (a round's tool calls run at once).
 type Session struct {
-	host *Host
-	snap *catalog.Snapshot
-	wasm *wasm.Session
+	host   *Host
+	snap   *catalog.Snapshot
+	wasm   *wasm.Session
+	client []openai.Tool // the request's client-side tools (RunRequest)
 
 	mu         sync.Mutex
 	discovered []string        // tool names, discovery order
@@ -44,12 +46,50 @@ func (s *Session) State(key string, init func() any) any {
 	return v
 }
 
+// NewSession starts a session outside the agent loop, for a front end that
+// drives tool calls itself (an MCP client): the catalog as it is now,
+// nothing discovered. Close it when the client goes.
+func (h *Host) NewSession() *Session { return h.newSession() }
+
 func (h *Host) newSession() *Session {
 	s := &Session{host: h, snap: h.snapshot(), known: map[string]bool{}, searches: map[string]string{}}
 	if h.runtime != nil {
 		s.wasm = h.runtime.NewSession()
 	}
 	return s
+}
+
+// Close ends the session and closes its plugin instances; plugin state
+// goes with them.
+func (s *Session) Close() {
+	if s.wasm != nil {
+		s.wasm.Close(context.Background())
+	}
+}
+
+// clientCalls returns the calls to the request's client tools.
+func (s *Session) clientCalls(calls []openai.ToolCall) []openai.ToolCall {
+	var out []openai.ToolCall
+	for _, c := range calls {
+		for _, t := range s.client {
+			if t.Function.Name == c.Function.Name {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// pluginOf names the plugin of a deferred tool ("" for any other name).
+func (s *Session) pluginOf(name string) string {
+	if _, ok := s.host.byName[name]; ok || name == ToolSearchName {
+		return ""
+	}
+	if t, ok := s.snap.Tool(name); ok {
+		return t.Plugin.Name()
+	}
+	return ""
 }
 
 // Discovered returns the discovered tool names in discovery order.
@@ -92,13 +132,15 @@ func (s *Session) isDiscovered(name string) bool {
 }
 
 // Tools is this round's function list: always-on tools in registration
-// order, tool_search, then the discovered tools in discovery order. The
-// same session state gives the same bytes.
+// order, the request's client tools in its order, tool_search, then the
+// discovered tools in discovery order. The same session state gives the
+// same bytes.
 func (s *Session) Tools() []openai.Tool {
 	var out []openai.Tool
 	for _, t := range s.host.goTools {
 		out = append(out, function(t.Name, t.Description, t.Parameters))
 	}
+	out = append(out, s.client...)
 	out = append(out, function(ToolSearchName, s.host.toolSearchDescription(), toolSearchParams))
 	for _, name := range s.Discovered() {
 		t, _ := s.snap.Tool(name)

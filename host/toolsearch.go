@@ -65,9 +65,12 @@ func (o SearchOptions) withDefaults() SearchOptions {
 
 // SearchRecord says how one tool_search call was answered.
 type SearchRecord struct {
-	Query string   `json:"query"`
-	Mode  Mode     `json:"mode"`
-	Path  string   `json:"path"` // keyword, llm, llm-failed, cached, budget, invalid
+	Query string `json:"query"`
+	Mode  Mode   `json:"mode"`
+	// Path is how it was answered: keyword, llm, llm-failed (the model
+	// failed; keyword hits stand), no-llm (a model was wanted but none
+	// could be asked; keyword hits stand), cached, budget, invalid.
+	Path  string   `json:"path"`
 	Found []string `json:"found"`
 	Error string   `json:"error,omitempty"`
 }
@@ -89,12 +92,45 @@ type searchArgs struct {
 }
 
 func (s *Session) toolSearch(ctx context.Context, raw string) (Result, *SearchRecord) {
+	p, res, rec := s.BeginSearch(raw, true)
+	if p == nil {
+		return res, rec
+	}
+	text, err := s.host.selectWithModel(ctx, p.System, p.Prompt)
+	return p.Complete(text, err)
+}
+
+// PendingSearch is a tool_search call waiting for a language model's
+// choice among candidate tools: its keyword part is done and nothing is
+// applied to the session yet. Ask a model with System and Prompt (any
+// model: the host's, or an MCP client's through sampling) and pass its
+// answer to Complete.
+type PendingSearch struct {
+	System, Prompt string
+
+	s       *Session
+	key     string
+	query   string
+	limit   int
+	keyword []string // the keyword hits, which stand if the model fails
+	cands   []*catalog.Tool
+	rec     *SearchRecord
+}
+
+// BeginSearch starts a tool_search call with the JSON arguments the model
+// gave. When the configured mode wants a model's choice and canAskLLM is
+// true, it returns a PendingSearch; otherwise the finished Result (and the
+// found tools are discovered). With canAskLLM false a search that would
+// have asked a model keeps its keyword hits (record path "no-llm").
+// Beginning the same search twice before completing it is harmless: only
+// completions count against the budget and change the session.
+func (s *Session) BeginSearch(args string, canAskLLM bool) (*PendingSearch, Result, *SearchRecord) {
 	opts := s.host.opts.Search
 	rec := &SearchRecord{Mode: opts.Mode}
 	var a searchArgs
-	if err := json.Unmarshal([]byte(raw), &a); err != nil || strings.TrimSpace(a.Query) == "" {
+	if err := json.Unmarshal([]byte(args), &a); err != nil || strings.TrimSpace(a.Query) == "" {
 		rec.Path = "invalid"
-		return Result{Content: `tool_search needs {"query": "what the tool should do"}`, IsError: true}, rec
+		return nil, Result{Content: `tool_search needs {"query": "what the tool should do"}`, IsError: true}, rec
 	}
 	rec.Query = a.Query
 	limit := a.Limit
@@ -102,42 +138,90 @@ func (s *Session) toolSearch(ctx context.Context, raw string) (Result, *SearchRe
 		limit = opts.Limit
 	}
 	limit = min(limit, 20)
-	key := fmt.Sprintf("%d\x00%s", limit, strings.ToLower(strings.Join(strings.Fields(a.Query), " ")))
-	s.mu.Lock()
-	if text, ok := s.searches[key]; ok {
-		s.mu.Unlock()
-		rec.Path = "cached"
-		return Result{Content: text}, rec
+	p := &PendingSearch{s: s, rec: rec, query: a.Query, limit: limit,
+		key: fmt.Sprintf("%d\x00%s", limit, strings.ToLower(strings.Join(strings.Fields(a.Query), " ")))}
+	if res, done := s.cachedOrOverBudget(p); done {
+		return nil, res, rec
 	}
-	if s.nSearches >= opts.Budget {
-		s.mu.Unlock()
-		rec.Path = "budget"
-		return Result{Content: fmt.Sprintf("search budget exhausted: this request already searched %d times. "+
-			"Work with the tools you have, or answer the user.", opts.Budget), IsError: true}, rec
-	}
-	s.nSearches++
-	s.mu.Unlock()
-
 	found, best := s.keyword(a.Query, limit)
+	p.keyword = found
 	rec.Path = "keyword"
 	askLLM := opts.Mode == ModeLLM ||
 		(opts.Mode == ModeHybrid && (len(found) == 0 || best < opts.MinScore))
-	if askLLM {
-		chosen, err := s.llmSelect(ctx, a.Query, limit)
-		if err != nil {
-			// The keyword hits stand; the record says why.
-			rec.Path, rec.Error = "llm-failed", err.Error()
-		} else {
-			found, rec.Path = chosen, "llm"
-		}
+	if askLLM && !canAskLLM {
+		rec.Path = "no-llm"
+		askLLM = false
 	}
-	rec.Found = found
-	s.discover(found)
-	text := s.describeFound(a.Query, found)
+	if askLLM {
+		p.cands = s.candidates(a.Query, opts.MaxCandidates)
+		if len(p.cands) > 0 {
+			var list strings.Builder
+			for _, t := range p.cands {
+				fmt.Fprintf(&list, "%s: %s\n", t.Name(), firstSentence(t.Spec.Description))
+			}
+			p.System = "You choose tools for a task. Answer with a JSON object only: " +
+				`{"tools": ["name", ...]}` + fmt.Sprintf(", at most %d names from the list, best first; an empty list if none fits.", limit)
+			p.Prompt = "Task: " + a.Query + "\n\nTools:\n" + list.String()
+			return p, Result{}, rec
+		}
+		rec.Path = "llm" // nothing to choose from: the model would find nothing
+		found = nil
+	}
+	res, rec := p.apply(found)
+	return nil, res, rec
+}
+
+// Complete finishes the search with the model's answer: the names it
+// chose among the candidates (unknown names are dropped), or, when err is
+// set, the keyword hits (record path "llm-failed").
+func (p *PendingSearch) Complete(answer string, err error) (Result, *SearchRecord) {
+	if err != nil {
+		p.rec.Path, p.rec.Error = "llm-failed", err.Error()
+		return p.apply(p.keyword)
+	}
+	p.rec.Path = "llm"
+	return p.apply(choose(answer, p.cands, p.limit))
+}
+
+// cachedOrOverBudget answers a repeated query from the session's cache
+// and refuses searches past the budget.
+func (s *Session) cachedOrOverBudget(p *PendingSearch) (Result, bool) {
 	s.mu.Lock()
-	s.searches[key] = text
+	defer s.mu.Unlock()
+	return s.cachedOrOverBudgetLocked(p)
+}
+
+func (s *Session) cachedOrOverBudgetLocked(p *PendingSearch) (Result, bool) {
+	budget := s.host.opts.Search.Budget
+	if text, ok := s.searches[p.key]; ok {
+		p.rec.Path = "cached"
+		return Result{Content: text}, true
+	}
+	if s.nSearches >= budget {
+		p.rec.Path = "budget"
+		return Result{Content: fmt.Sprintf("search budget exhausted: this request already searched %d times. "+
+			"Work with the tools you have, or answer the user.", budget), IsError: true}, true
+	}
+	return Result{}, false
+}
+
+// apply counts the search, discovers what it found and caches the answer.
+func (p *PendingSearch) apply(found []string) (Result, *SearchRecord) {
+	s := p.s
+	s.mu.Lock()
+	if res, done := s.cachedOrOverBudgetLocked(p); done {
+		s.mu.Unlock()
+		return res, p.rec // a concurrent twin finished first, or the budget ran out
+	}
+	s.nSearches++
 	s.mu.Unlock()
-	return Result{Content: text}, rec
+	p.rec.Found = found
+	s.discover(found)
+	text := s.describeFound(p.query, found)
+	s.mu.Lock()
+	s.searches[p.key] = text
+	s.mu.Unlock()
+	return Result{Content: text}, p.rec
 }
 
 // keyword returns the keyword hits and the best score.
@@ -196,38 +280,35 @@ func firstSentence(s string) string {
 	return s
 }
 
-// llmSelect asks the selection model to choose tools from a compact
-// candidate list; only names in the pool are kept.
-func (s *Session) llmSelect(ctx context.Context, q string, limit int) ([]string, error) {
-	opts := s.host.opts.Search
+// selectWithModel asks the host's selection model (Options.Search.LLMClient
+// and LLMModel, else the main ones).
+func (h *Host) selectWithModel(ctx context.Context, system, prompt string) (string, error) {
+	opts := h.opts.Search
 	client, model := opts.LLMClient, opts.LLMModel
 	if client == nil {
-		client = s.host.opts.Client
+		client = h.opts.Client
 	}
 	if model == "" {
-		model = s.host.opts.Model
-	}
-	cands := s.candidates(q, opts.MaxCandidates)
-	if len(cands) == 0 {
-		return nil, nil
-	}
-	var list strings.Builder
-	for _, t := range cands {
-		fmt.Fprintf(&list, "%s: %s\n", t.Name(), firstSentence(t.Spec.Description))
+		model = h.opts.Model
 	}
 	req := openai.ChatCompletionRequest{Model: model, Temperature: 0, Messages: []openai.ChatCompletionMessage{
-		{Role: openai.ChatMessageRoleSystem, Content: "You choose tools for a task. Answer with a JSON object only: " +
-			`{"tools": ["name", ...]}` + fmt.Sprintf(", at most %d names from the list, best first; an empty list if none fits.", limit)},
-		{Role: openai.ChatMessageRoleUser, Content: "Task: " + q + "\n\nTools:\n" + list.String()},
+		{Role: openai.ChatMessageRoleSystem, Content: system},
+		{Role: openai.ChatMessageRoleUser, Content: prompt},
 	}}
-	out, err := s.host.complete(ctx, client, req)
+	out, err := h.complete(ctx, client, req)
 	if err != nil {
-		return nil, fmt.Errorf("selection model: %w", err)
+		return "", fmt.Errorf("selection model: %w", err)
 	}
 	if len(out.Choices) == 0 {
-		return nil, fmt.Errorf("selection model returned no choice")
+		return "", fmt.Errorf("selection model returned no choice")
 	}
-	names := parseSelection(out.Choices[0].Message.Content)
+	return out.Choices[0].Message.Content, nil
+}
+
+// choose keeps the names of the model's answer that are candidates, in
+// its order, at most limit.
+func choose(answer string, cands []*catalog.Tool, limit int) []string {
+	names := parseSelection(answer)
 	pool := map[string]string{}
 	for _, t := range cands {
 		pool[strings.ToLower(t.Name())] = t.Name()
@@ -243,7 +324,7 @@ func (s *Session) llmSelect(ctx context.Context, q string, limit int) ([]string,
 			break
 		}
 	}
-	return found, nil
+	return found
 }
 
 // candidates is the list the selection model sees: the whole pool when it
