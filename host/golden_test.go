@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolshed/toolshed/host"
+	scriptedmodel "github.com/toolshed/toolshed/internal/scripted"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden transcripts")
@@ -31,17 +32,15 @@ func TestGoldenTranscripts(t *testing.T) {
 				Messages []json.RawMessage `json:"messages"`
 			}
 			var got []wireRound
-			model.mu.Lock()
-			for i, req := range model.requests {
+			for _, req := range model.Requests() {
 				var r wireRound
-				r.Tools = model.toolsSentLocked(i)
+				r.Tools = scriptedmodel.ToolNames(req)
 				for _, m := range req.Messages {
 					b, _ := json.Marshal(m)
 					r.Messages = append(r.Messages, b)
 				}
 				got = append(got, r)
 			}
-			model.mu.Unlock()
 			b, err := json.MarshalIndent(got, "", "  ")
 			if err != nil {
 				t.Fatal(err)

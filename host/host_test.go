@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -21,120 +19,15 @@ import (
 	"github.com/toolshed/toolshed/host/builtin"
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/wasm"
+	scriptedmodel "github.com/toolshed/toolshed/internal/scripted"
 	"github.com/toolshed/toolshed/internal/wasmbuild"
 )
 
-// scripted is an OpenAI-compatible chat completions server on 127.0.0.1
-// that plays a model: it searches for the tool the user names, calls it,
-// then answers with the tool's result. It records every request.
-type scripted struct {
-	mu       sync.Mutex
-	requests []openai.ChatCompletionRequest
-	// choose answers selection requests (LLM search mode).
-	choose string
-	// cut makes streams stop half way, as a dropped connection would.
-	cut bool
-}
-
-// writeStream sends msg as server-sent events: text in small pieces, each
-// tool call's arguments split over two chunks.
-func writeStream(w http.ResponseWriter, msg openai.ChatCompletionMessage, cut bool) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	send := func(delta openai.ChatCompletionStreamChoiceDelta, finish string) {
-		b, _ := json.Marshal(openai.ChatCompletionStreamResponse{ID: "s", Object: "chat.completion.chunk",
-			Choices: []openai.ChatCompletionStreamChoice{{Index: 0, Delta: delta, FinishReason: openai.FinishReason(finish)}}})
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		w.(http.Flusher).Flush()
-	}
-	send(openai.ChatCompletionStreamChoiceDelta{Role: "assistant"}, "")
-	for i := 0; i < len(msg.Content); i += 3 {
-		send(openai.ChatCompletionStreamChoiceDelta{Content: msg.Content[i:min(i+3, len(msg.Content))]}, "")
-		if cut && i >= 3 {
-			return // the connection drops: no finish, no [DONE]
-		}
-	}
-	for i, c := range msg.ToolCalls {
-		idx := i
-		half := len(c.Function.Arguments) / 2
-		send(openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{{Index: &idx, ID: c.ID, Type: "function",
-			Function: openai.FunctionCall{Name: c.Function.Name, Arguments: c.Function.Arguments[:half]}}}}, "")
-		send(openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{{Index: &idx,
-			Function: openai.FunctionCall{Arguments: c.Function.Arguments[half:]}}}}, "")
-	}
-	finish := "stop"
-	if len(msg.ToolCalls) > 0 {
-		finish = "tool_calls"
-	}
-	send(openai.ChatCompletionStreamChoiceDelta{}, finish)
-	fmt.Fprint(w, "data: [DONE]\n\n")
-}
-
-func (m *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	var req openai.ChatCompletionRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		http.Error(w, err.Error(), 400)
-		return
-	}
-	m.mu.Lock()
-	m.requests = append(m.requests, req)
-	m.mu.Unlock()
-	msg := m.reply(req)
-	if req.Stream {
-		writeStream(w, msg, m.cut)
-		return
-	}
-	json.NewEncoder(w).Encode(openai.ChatCompletionResponse{ID: "x", Object: "chat.completion", Model: req.Model,
-		Choices: []openai.ChatCompletionChoice{{Index: 0, Message: msg, FinishReason: "stop"}}})
-}
+// scripted is the scripted model (internal/scripted) on 127.0.0.1.
+type scripted = scriptedmodel.Model
 
 func toolCall(id, name, args string) openai.ChatCompletionMessage {
-	return openai.ChatCompletionMessage{Role: "assistant", ToolCalls: []openai.ToolCall{{ID: id, Type: "function",
-		Function: openai.FunctionCall{Name: name, Arguments: args}}}}
-}
-
-// The user message says "use TOOL with ARGS to QUERY": the model searches
-// QUERY, then calls TOOL with ARGS, then answers.
-func (m *scripted) reply(req openai.ChatCompletionRequest) openai.ChatCompletionMessage {
-	if len(req.Tools) == 0 { // a selection request
-		return openai.ChatCompletionMessage{Role: "assistant", Content: m.choose}
-	}
-	var user string
-	for _, msg := range req.Messages {
-		if msg.Role == "user" {
-			user = msg.Content
-		}
-	}
-	var tool, args, query string
-	fmt.Sscanf(user, "use %s with %s to %s", &tool, &args, &query)
-	last := req.Messages[len(req.Messages)-1]
-	switch {
-	case last.Role == "user":
-		return toolCall("c1", "tool_search", fmt.Sprintf(`{"query": %q}`, query))
-	case last.Role == "tool" && last.Name == "tool_search":
-		return toolCall("c2", tool, args)
-	case last.Role == "tool":
-		return openai.ChatCompletionMessage{Role: "assistant", Content: "answer: " + last.Content}
-	}
-	return openai.ChatCompletionMessage{Role: "assistant", Content: "confused"}
-}
-
-func (m *scripted) toolsSent() [][]string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out [][]string
-	for i := range m.requests {
-		out = append(out, m.toolsSentLocked(i))
-	}
-	return out
-}
-
-func (m *scripted) toolsSentLocked(i int) []string {
-	names := []string{}
-	for _, t := range m.requests[i].Tools {
-		names = append(names, t.Function.Name)
-	}
-	return names
+	return scriptedmodel.ToolCall(id, name, args)
 }
 
 func textkitCatalog(t testing.TB) *catalog.Snapshot {
@@ -208,7 +101,7 @@ func TestRoundToolLists(t *testing.T) {
 	if resp.Answer != "answer: tool-search-rocks" {
 		t.Fatalf("answer %q", resp.Answer)
 	}
-	sent := model.toolsSent()
+	sent := model.ToolsSent()
 	base := []string{"get_time", "tool_search"}
 	if len(sent) != 3 || !reflect.DeepEqual(sent[0], base) {
 		t.Fatalf("round 1 sent %v", sent)
@@ -232,7 +125,7 @@ func TestRoundToolLists(t *testing.T) {
 	}
 	// A new request starts from scratch.
 	ask(t, h, `use get_time with {} to nothing-at-all-xyz`)
-	if sent := model.toolsSent(); !reflect.DeepEqual(sent[3], base) {
+	if sent := model.ToolsSent(); !reflect.DeepEqual(sent[3], base) {
 		t.Fatalf("second request, round 1 sent %v", sent[3])
 	}
 }
@@ -279,7 +172,7 @@ func TestBadArgumentsReachTheModel(t *testing.T) {
 // TestLLMSelection: in HYBRID mode an empty keyword result asks the
 // selection model, whose answer is parsed tolerantly and kept to the pool.
 func TestLLMSelection(t *testing.T) {
-	model := &scripted{choose: "Sure! ```json\n{\"tools\": [\"slugify\", \"madeUpTool\"]}\n```"}
+	model := &scripted{Choose: "Sure! ```json\n{\"tools\": [\"slugify\", \"madeUpTool\"]}\n```"}
 	h, _ := newHost(t, model, host.Options{})
 	resp := ask(t, h, `use slugify with {"text":"X_Y"} to qqqq-zzzz`)
 	if resp.Answer != "answer: x-y" || !reflect.DeepEqual(resp.Discovered, []string{"slugify"}) {
@@ -290,9 +183,7 @@ func TestLLMSelection(t *testing.T) {
 		t.Fatalf("search record %+v", rec)
 	}
 	// The selection request carried no tools and a compact candidate list.
-	model.mu.Lock()
-	sel := model.requests[1]
-	model.mu.Unlock()
+	sel := model.Requests()[1]
 	if len(sel.Tools) != 0 || !strings.Contains(sel.Messages[1].Content, "slugify: Turn a title into a URL slug") {
 		t.Fatalf("selection request %+v", sel)
 	}
@@ -356,13 +247,13 @@ func TestRunStream(t *testing.T) {
 	if strings.Join(kinds, " ") != want || text.String() != resp.Answer {
 		t.Fatalf("events %v text %q", kinds, text.String())
 	}
-	if sent := model.toolsSent(); !contains(sent[1], "slugify") || contains(sent[0], "slugify") {
+	if sent := model.ToolsSent(); !contains(sent[1], "slugify") || contains(sent[0], "slugify") {
 		t.Fatalf("tools sent %v", sent)
 	}
 }
 
 func TestStreamCutIsAnError(t *testing.T) {
-	model := &scripted{cut: true}
+	model := &scripted{Cut: true}
 	h, _ := newHost(t, model, host.Options{AutoDiscover: true})
 	done := make(chan error, 1)
 	go func() {
