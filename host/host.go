@@ -186,6 +186,12 @@ func New(opts Options) (*Host, error) {
 	return h, nil
 }
 
+// Model is the model requests run on when they name none.
+func (h *Host) Model() string { return h.opts.Model }
+
+// Catalog is the current catalog snapshot (new sessions start with it).
+func (h *Host) Catalog() *catalog.Snapshot { return h.snapshot() }
+
 func (h *Host) snapshot() *catalog.Snapshot {
 	if h.opts.Catalog != nil {
 		if s := h.opts.Catalog(); s != nil {
@@ -480,7 +486,7 @@ func (h *Host) runCalls(ctx context.Context, s *Session, calls []openai.ToolCall
 			defer wg.Done()
 			start := time.Now()
 			res, search := s.Call(ctx, c.Function.Name, c.Function.Arguments)
-			recs[i] = ToolCallRecord{Name: c.Function.Name, Plugin: s.pluginOf(c.Function.Name), Arguments: c.Function.Arguments,
+			recs[i] = ToolCallRecord{Name: c.Function.Name, Plugin: s.PluginOf(c.Function.Name), Arguments: c.Function.Arguments,
 				IsError: res.IsError, Duration: time.Since(start), Search: search, Structured: res.Structured}
 			content := res.Content
 			if res.IsError && content == "" {

@@ -81,8 +81,8 @@ func (s *Session) clientCalls(calls []openai.ToolCall) []openai.ToolCall {
 	return out
 }
 
-// pluginOf names the plugin of a deferred tool ("" for any other name).
-func (s *Session) pluginOf(name string) string {
+// PluginOf names the plugin of a deferred tool ("" for any other name).
+func (s *Session) PluginOf(name string) string {
 	if _, ok := s.host.byName[name]; ok || name == ToolSearchName {
 		return ""
 	}

@@ -8,7 +8,9 @@
 //	toolshed call [--plugins DIR] [--grants FILE] [--json] TOOL 'JSON-ARGS'
 //	toolshed run [--plugins DIR] [--base-url URL] [--model M] [--search-mode keyword|llm|hybrid] [--json] PROMPT
 //	toolshed chat [--plugins DIR] [--base-url URL] [--model M] [--search-mode MODE]
-//	toolshed serve [--addr 127.0.0.1:8080] [--plugins DIR] [--watch=false] [--grants FILE]
+//	toolshed serve [--config FILE] [--addr 127.0.0.1:8080] [--plugins DIR] [--base-url URL] [--open]
+//	toolshed mcp [--config FILE] [--plugins DIR] [--search-mode MODE]
+//	toolshed config print [--config FILE]
 //	toolshed plugins pin MANIFEST.json
 //	toolshed version
 package main
@@ -54,11 +56,15 @@ Usage:
   toolshed call [--plugins DIR] [--grants FILE] [--json] TOOL 'JSON-ARGS'
   toolshed run [--plugins DIR] [--base-url URL] [--model M] [--search-mode keyword|llm|hybrid] [--json] PROMPT
   toolshed chat [--plugins DIR] [--base-url URL] [--model M] [--search-mode MODE]
-  toolshed serve [--addr 127.0.0.1:8080] [--plugins DIR] [--watch=false] [--grants FILE]
+  toolshed serve [--config FILE] [--addr 127.0.0.1:8080] [--plugins DIR] [--base-url URL] [--open]
+  toolshed mcp [--config FILE] [--plugins DIR] [--search-mode MODE]
+  toolshed config print [--config FILE]
   toolshed plugins pin MANIFEST.json
   toolshed version
 
 The plugin directory defaults to $TOOLSHED_PLUGINS, else ./plugin-manifests.
+run, chat, serve and mcp read toolshed.yaml (see toolshed.example.yaml),
+TOOLSHED_* environment variables and flags, in that order.
 Run "toolshed COMMAND -h" for a command's flags.
 `
 
@@ -83,6 +89,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdChat(args[1:], stdin, stdout, stderr)
 	case "serve":
 		err = cmdServe(args[1:], stdout, stderr)
+	case "mcp":
+		err = cmdMCP(args[1:], stdin, stdout, stderr)
+	case "config":
+		err = cmdConfigCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "toolshed", version)
 	case "help", "-h", "--help":

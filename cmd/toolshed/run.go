@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,9 +14,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/toolshed/toolshed/host"
-	"github.com/toolshed/toolshed/host/builtin"
 	"github.com/toolshed/toolshed/host/catalog"
-	"github.com/toolshed/toolshed/host/wasm"
 )
 
 type runJSON struct {
@@ -44,117 +40,37 @@ type toolCallJSON struct {
 	Structured json.RawMessage    `json:"structured,omitempty"`
 }
 
-// agentFlags are the flags run and chat share.
-type agentFlags struct {
-	dir, baseURL, model, mode, grants *string
-	searchModel                       *string
-	workspace, skills                 *string
-	shell, noTime, noTodo             *bool
-	maxRounds                         *int
-}
+// agentFlagNames are the configuration flags run and chat take.
+var agentFlagNames = []string{"plugins", "grants", "base-url", "model", "search-mode", "search-model",
+	"max-rounds", "workspace", "skills", "shell", "no-time", "no-todo"}
 
-func addAgentFlags(fs *flag.FlagSet) *agentFlags {
-	return &agentFlags{
-		dir:         fs.String("plugins", defaultPluginDir(), "plugin directory"),
-		baseURL:     fs.String("base-url", os.Getenv("OPENAI_BASE_URL"), "OpenAI-compatible API base URL (default $OPENAI_BASE_URL)"),
-		model:       fs.String("model", envOr("TOOLSHED_MODEL", "gpt-4o-mini"), "model name (default $TOOLSHED_MODEL or gpt-4o-mini)"),
-		mode:        fs.String("search-mode", "hybrid", "tool_search mode: keyword, llm or hybrid"),
-		searchModel: fs.String("search-model", "", "model that chooses tools in llm/hybrid search (default: --model)"),
-		grants:      fs.String("grants", "", "operator grants and caps `FILE` for plugins (docs/RUNTIME.md)"),
-		maxRounds:   fs.Int("max-rounds", 16, "most model rounds per request"),
-		workspace:   fs.String("workspace", "", "`DIR` the file tools (read_file, list_dir, grep) may read; none without it"),
-		skills:      fs.String("skills", "", "`DIR` of skill files for the skill tool; none without it"),
-		shell:       fs.Bool("shell", false, "enable the shell tool in the workspace (NOT sandboxed: it runs with your rights)"),
-		noTime:      fs.Bool("no-time", false, "turn off the current_time tool"),
-		noTodo:      fs.Bool("no-todo", false, "turn off the todo_write tool"),
-	}
-}
-
-// tools are the always-on built-ins the flags enable, in a fixed order.
-func (f *agentFlags) tools() ([]host.GoTool, error) {
-	var out []host.GoTool
-	if !*f.noTime {
-		out = append(out, builtin.CurrentTime(nil))
-	}
-	if !*f.noTodo {
-		out = append(out, builtin.Todo())
-	}
-	if *f.workspace != "" {
-		ws, err := builtin.Workspace(*f.workspace)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ws...)
-	}
-	if *f.skills != "" {
-		sk, err := builtin.Skills(*f.skills)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sk)
-	}
-	if *f.shell {
-		if *f.workspace == "" {
-			return nil, errors.New("--shell needs --workspace: the directory the commands run in")
-		}
-		out = append(out, builtin.Shell(*f.workspace, 0, 0))
-	}
-	return out, nil
-}
-
-// build makes the agent host; close releases the plugin runtime.
-func (f *agentFlags) build(stderr io.Writer) (h *host.Host, closeFn func(), err error) {
-	switch host.Mode(*f.mode) {
-	case host.ModeKeyword, host.ModeLLM, host.ModeHybrid:
-	default:
-		return nil, nil, fmt.Errorf("--search-mode %q: want keyword, llm or hybrid", *f.mode)
-	}
-	if *f.baseURL == "" {
-		return nil, nil, errors.New("no model endpoint: set OPENAI_BASE_URL (or --base-url) to an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1")
-	}
-	tools, err := f.tools()
+// buildAgent loads the configuration and makes the agent host over a
+// fixed catalog; close releases it. Only errors are logged, unless
+// log.level is debug (or TOOLSHED_DEBUG=1).
+func buildAgent(cc *cmdConfig, stderr io.Writer) (*agent, error) {
+	l, err := cc.load()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	cfg := openai.DefaultConfig(os.Getenv("OPENAI_API_KEY"))
-	cfg.BaseURL = strings.TrimRight(*f.baseURL, "/")
-	snap, err := catalog.Load(*f.dir, nil)
+	cfg := &l.Config
+	logCfg := cfg.Log
+	if logCfg.Level != "debug" {
+		logCfg.Level = "error"
+	}
+	log := newConfigLogger(logCfg, stderr)
+	snap, err := catalog.Load(cfg.Plugins.Dir, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for _, e := range snap.Errors {
 		fmt.Fprintf(stderr, "toolshed: skipped %s\n", indent(e.Error()))
 	}
-	op, err := loadOperator(*f.dir, *f.grants, *f.dir == defaultPluginDir())
-	if err != nil {
-		return nil, nil, err
-	}
-	rt, err := wasm.New(op.options("", 0, stderr))
-	if err != nil {
-		op.close()
-		return nil, nil, err
-	}
-	h, err = host.New(host.Options{
-		Client:    openai.NewClientWithConfig(cfg),
-		Model:     *f.model,
-		Tools:     tools,
-		Catalog:   func() *catalog.Snapshot { return snap },
-		Runtime:   rt,
-		Search:    host.SearchOptions{Mode: host.Mode(*f.mode), LLMModel: *f.searchModel},
-		MaxRounds: *f.maxRounds,
-		Logger:    newLogger(stderr),
-	})
-	if err != nil {
-		rt.Close(context.Background())
-		op.close()
-		return nil, nil, err
-	}
-	return h, func() { rt.Close(context.Background()); op.close() }, nil
+	return newAgent(cfg, func() *catalog.Snapshot { return snap }, log, stderr, true)
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", stderr)
-	af := addAgentFlags(fs)
+	cc := addConfigFlags(fs, agentFlagNames...)
 	asJSON := fs.Bool("json", false, "print the answer, discoveries and per-round telemetry as JSON")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolshed run [--plugins DIR] [--base-url URL] [--model M] [--search-mode keyword|llm|hybrid] [--json] PROMPT")
@@ -169,14 +85,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	h, closeFn, err := af.build(stderr)
+	ag, err := buildAgent(cc, stderr)
 	if err != nil {
 		return err
 	}
-	defer closeFn()
+	defer ag.close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	resp, runErr := h.Run(ctx, []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: prompt}})
+	resp, runErr := ag.host.Run(ctx, []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: prompt}})
 	if *asJSON {
 		out := runJSON{Discovered: []string{}, Artifacts: []string{}, Rounds: []roundJSON{}}
 		if resp != nil {
@@ -215,7 +131,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 // own tool discoveries), with the earlier questions and answers as context.
 func cmdChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("chat", stderr)
-	af := addAgentFlags(fs)
+	cc := addConfigFlags(fs, agentFlagNames...)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -224,11 +140,12 @@ func cmdChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "usage: toolshed chat [--plugins DIR] [--base-url URL] [--model M] [--search-mode MODE]")
 		return errUsage
 	}
-	h, closeFn, err := af.build(stderr)
+	ag, err := buildAgent(cc, stderr)
 	if err != nil {
 		return err
 	}
-	defer closeFn()
+	defer ag.close()
+	h := ag.host
 	fmt.Fprintln(stdout, "Toolshed chat: one request per line; Ctrl-D to leave.")
 	var history []openai.ChatCompletionMessage
 	sc := bufio.NewScanner(stdin)
@@ -288,11 +205,4 @@ func artifacts(resp *host.Response) []string {
 		}
 	}
 	return out
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }

@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -15,16 +20,31 @@ import (
 	"syscall"
 	"time"
 
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/toolshed/toolshed/host"
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/wasm"
+	"github.com/toolshed/toolshed/internal/config"
 	"github.com/toolshed/toolshed/search"
 )
 
-// server serves the catalog endpoints over a live catalog.
+// server is toolshed serve: the catalog endpoints, the OpenAI-compatible
+// agent endpoint, MCP over streamable HTTP and metrics, over one live
+// catalog and one plugin runtime. Handlers are safe for concurrent use.
 type server struct {
+	cfg     config.Server
 	live    *catalog.Live
 	runtime *wasm.Host
-	started time.Time
+	agent   *agent // nil: no agent endpoints (tests of the catalog endpoints)
+	metrics *metrics
+	mcp     http.Handler
+	log     *slog.Logger
+	sem     chan struct{} // agent requests in progress
+	// stopping is closed when shutdown begins: long-lived MCP streams end,
+	// requests in progress drain.
+	stopping chan struct{}
+	started  time.Time
 }
 
 type pluginStatus struct {
@@ -37,6 +57,12 @@ type pluginStatus struct {
 }
 
 func (s *server) routes() http.Handler {
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.stopping == nil {
+		s.stopping = make(chan struct{})
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -44,7 +70,118 @@ func (s *server) routes() http.Handler {
 	})
 	mux.HandleFunc("GET /v1/plugins", s.plugins)
 	mux.HandleFunc("GET /v1/search", s.search)
-	return mux
+	if s.agent != nil {
+		mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
+		mux.HandleFunc("GET /v1/models", s.models)
+	}
+	if s.metrics != nil {
+		mux.Handle("GET /metrics", s.metrics.handler())
+	}
+	if s.mcp != nil {
+		mux.Handle("/mcp", s.mcpStreams(s.mcp))
+	}
+	return s.authenticate(s.instrument(mux))
+}
+
+// instrument limits request bodies and counts requests by endpoint.
+func (s *server) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.MaxBodyBytes > 0 {
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		start := time.Now()
+		next.ServeHTTP(sw, r)
+		if s.metrics != nil {
+			endpoint := r.Pattern
+			if endpoint == "" {
+				endpoint = "unmatched"
+			}
+			s.metrics.observeHTTP(endpoint, sw.code(), time.Since(start))
+		}
+	})
+}
+
+// authenticate requires one of the API keys as a bearer token on every
+// endpoint, when keys are configured.
+func (s *server) authenticate(next http.Handler) http.Handler {
+	if len(s.cfg.APIKeys) == 0 {
+		return next
+	}
+	var sums [][32]byte
+	for _, k := range s.cfg.APIKeys {
+		sums = append(sums, sha256.Sum256([]byte(k)))
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+		match := 0
+		for _, sum := range sums {
+			match |= subtle.ConstantTimeCompare(got[:], sum[:])
+		}
+		if !ok || match != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolshed"`)
+			apiError(w, http.StatusUnauthorized, "authentication_error", "a valid API key is required: Authorization: Bearer KEY")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// mcpStreams ends long-lived MCP streams (GET) when shutdown begins, so
+// they do not hold the drain; POSTs finish normally.
+func (s *server) mcpStreams(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			go func() {
+				select {
+				case <-s.stopping:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// statusWriter remembers the status code; Unwrap lets
+// http.ResponseController reach Flush.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) code() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -55,8 +192,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
+// apiError answers in the OpenAI error shape.
+func apiError(w http.ResponseWriter, status int, typ, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}})
+}
+
 func httpError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]any{"error": map[string]string{"message": msg}})
+	typ := "invalid_request_error"
+	if status >= 500 {
+		typ = "server_error"
+	}
+	apiError(w, status, typ, msg)
 }
 
 func (s *server) plugins(w http.ResponseWriter, r *http.Request) {
@@ -112,57 +258,320 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) {
 	}{searchResults(snap, res), res.Unknown})
 }
 
+// models lists what the upstream offers.
+func (s *server) models(w http.ResponseWriter, r *http.Request) {
+	if s.agent.client == nil {
+		apiError(w, http.StatusServiceUnavailable, "server_error", errNoModel.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	list, err := s.agent.client.ListModels(ctx)
+	if err != nil {
+		apiError(w, http.StatusBadGateway, "upstream_error", "upstream model list: "+err.Error())
+		return
+	}
+	data := list.Models
+	if data == nil {
+		data = []openai.Model{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Object string         `json:"object"`
+		Data   []openai.Model `json:"data"`
+	}{"list", data})
+}
+
+// The chat completion shapes, as OpenAI sends them.
+type (
+	chatResponse struct {
+		ID       string         `json:"id"`
+		Object   string         `json:"object"`
+		Created  int64          `json:"created"`
+		Model    string         `json:"model"`
+		Choices  []chatChoice   `json:"choices"`
+		Usage    *openai.Usage  `json:"usage,omitempty"`
+		Toolshed *toolshedTrace `json:"toolshed,omitempty"`
+	}
+	chatChoice struct {
+		Index        int          `json:"index"`
+		Message      *chatMessage `json:"message,omitempty"`
+		Delta        *chatMessage `json:"delta,omitempty"`
+		FinishReason *string      `json:"finish_reason"`
+	}
+	chatMessage struct {
+		Role      string         `json:"role,omitempty"`
+		Content   *string        `json:"content,omitempty"`
+		ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
+	}
+	chatToolCall struct {
+		Index    *int                `json:"index,omitempty"`
+		ID       string              `json:"id"`
+		Type     string              `json:"type"`
+		Function openai.FunctionCall `json:"function"`
+	}
+	// toolshedTrace tells what the server did for the answer.
+	toolshedTrace struct {
+		Discovered []string `json:"discovered"`
+		Rounds     int      `json:"rounds"`
+		ToolCalls  []string `json:"tool_calls"`
+	}
+)
+
+func newID() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return "chatcmpl-" + hex.EncodeToString(b)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func clientToolCalls(calls []openai.ToolCall, indexed bool) []chatToolCall {
+	var out []chatToolCall
+	for i, c := range calls {
+		tc := chatToolCall{ID: c.ID, Type: "function", Function: c.Function}
+		if indexed {
+			tc.Index = ptr(i)
+		}
+		out = append(out, tc)
+	}
+	return out
+}
+
+func trace(resp *host.Response) *toolshedTrace {
+	t := &toolshedTrace{Discovered: nonNil(resp.Discovered), Rounds: len(resp.Rounds), ToolCalls: []string{}}
+	for _, r := range resp.Rounds {
+		for _, c := range r.ToolCalls {
+			t.ToolCalls = append(t.ToolCalls, c.Name)
+		}
+	}
+	return t
+}
+
+// chatCompletions runs the agent loop for one OpenAI chat completion
+// request: one request, one session.
+func (s *server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	var req openai.ChatCompletionRequest
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error",
+				fmt.Sprintf("the request body is larger than %d bytes (server.max_body_bytes)", tooBig.Limit))
+			return
+		}
+		httpError(w, http.StatusBadRequest, "reading the request: "+err.Error())
+		return
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		httpError(w, http.StatusBadRequest, "the body is not a chat completion request: "+err.Error())
+		return
+	}
+	if s.agent.client == nil {
+		apiError(w, http.StatusServiceUnavailable, "server_error", errNoModel.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	select {
+	case s.sem <- struct{}{}:
+		defer func() { <-s.sem }()
+	case <-ctx.Done():
+		apiError(w, http.StatusServiceUnavailable, "server_error", "the server is busy: no slot freed up within server.request_timeout")
+		return
+	}
+	done := s.metrics.sessionStarted("chat")
+	defer done()
+	id, start := newID(), time.Now()
+	var resp *host.Response
+	if req.Stream {
+		resp, err = s.streamCompletion(ctx, w, id, req)
+	} else {
+		resp, err = s.agent.host.RunRequest(ctx, req, nil)
+		if err == nil {
+			msg := &chatMessage{Role: "assistant", Content: ptr(resp.Answer), ToolCalls: clientToolCalls(resp.ClientCalls, false)}
+			if len(resp.ClientCalls) > 0 && resp.Answer == "" {
+				msg.Content = nil
+			}
+			writeJSON(w, http.StatusOK, chatResponse{ID: id, Object: "chat.completion", Created: start.Unix(), Model: resp.Model,
+				Choices: []chatChoice{{Message: msg, FinishReason: ptr(string(resp.FinishReason))}},
+				Usage:   &resp.Usage, Toolshed: trace(resp)})
+		} else {
+			status, typ := completionError(err)
+			apiError(w, status, typ, err.Error())
+		}
+	}
+	s.metrics.observeResponse(resp)
+	attrs := []any{"id", id, "stream", req.Stream, "took", time.Since(start).Round(time.Millisecond)}
+	if resp != nil {
+		attrs = append(attrs, "model", resp.Model, "rounds", len(resp.Rounds), "discovered", resp.Discovered, "finish", resp.FinishReason)
+	}
+	if err != nil {
+		s.log.Warn("chat completion failed", append(attrs, "error", err)...)
+	} else {
+		s.log.Info("chat completion", attrs...)
+	}
+}
+
+// completionError maps an agent error to an HTTP status and error type.
+func completionError(err error) (int, string) {
+	switch {
+	case errors.Is(err, host.ErrInvalidRequest):
+		return http.StatusBadRequest, "invalid_request_error"
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout, "timeout"
+	case errors.Is(err, host.ErrMaxRounds):
+		return http.StatusInternalServerError, "server_error"
+	case errors.Is(err, context.Canceled):
+		return 499, "cancelled"
+	}
+	return http.StatusBadGateway, "upstream_error" // the model failed
+}
+
+// streamCompletion answers with server-sent events in the chat completion
+// chunk format: the answer's text as the model streams it (every round's),
+// SSE comments while tools run (clients ignore them; they keep proxies
+// from timing out), the client tool calls, the finish reason, the usage
+// when stream_options.include_usage asks, then [DONE]. An error before
+// anything was sent is an ordinary error response; after, an error event.
+func (s *server) streamCompletion(ctx context.Context, w http.ResponseWriter, id string, req openai.ChatCompletionRequest) (*host.Response, error) {
+	rc := http.NewResponseController(w)
+	created := time.Now().Unix()
+	started := false
+	model := req.Model
+	if model == "" {
+		model = s.agent.host.Model()
+	}
+	begin := func() {
+		if started {
+			return
+		}
+		started = true
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+	}
+	send := func(c chatResponse) {
+		begin()
+		c.ID, c.Object, c.Created, c.Model = id, "chat.completion.chunk", created, model
+		if c.Choices == nil {
+			c.Choices = []chatChoice{}
+		}
+		b, _ := json.Marshal(c)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		rc.Flush()
+	}
+	delta := func(m chatMessage, finish *string) {
+		send(chatResponse{Choices: []chatChoice{{Delta: &m, FinishReason: finish}}})
+	}
+	resp, err := s.agent.host.RunRequest(ctx, req, func(e host.Event) {
+		switch e.Kind {
+		case host.EventText:
+			if !started {
+				delta(chatMessage{Role: "assistant", Content: ptr("")}, nil)
+			}
+			delta(chatMessage{Content: ptr(e.Text)}, nil)
+		case host.EventToolCall, host.EventToolResult:
+			begin()
+			fmt.Fprintf(w, ": %s %s\n\n", e.Kind, e.Call.Name)
+			rc.Flush()
+		}
+	})
+	if err != nil {
+		if !started {
+			status, typ := completionError(err)
+			apiError(w, status, typ, err.Error())
+			return resp, err
+		}
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": err.Error(), "type": "server_error"}})
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		rc.Flush()
+		return resp, err
+	}
+	if !started {
+		delta(chatMessage{Role: "assistant", Content: ptr("")}, nil)
+	}
+	if len(resp.ClientCalls) > 0 {
+		delta(chatMessage{ToolCalls: clientToolCalls(resp.ClientCalls, true)}, nil)
+	}
+	send(chatResponse{Choices: []chatChoice{{Delta: &chatMessage{}, FinishReason: ptr(string(resp.FinishReason))}}, Toolshed: trace(resp)})
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		send(chatResponse{Usage: &resp.Usage})
+	}
+	io.WriteString(w, "data: [DONE]\n\n")
+	rc.Flush()
+	return resp, nil
+}
+
+var serveFlagNames = []string{"addr", "plugins", "grants", "watch", "poll", "open", "base-url", "model",
+	"search-mode", "search-model", "max-rounds", "workspace", "skills", "shell", "no-time", "no-todo", "log-format", "log-level"}
+
 func cmdServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
-	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
-	dir := fs.String("plugins", defaultPluginDir(), "plugin directory")
-	grants := fs.String("grants", "", "operator grants, caps and databases `FILE` (docs/RUNTIME.md)")
-	watch := fs.Bool("watch", true, "reload the plugin directory when it changes")
-	poll := fs.Duration("poll", 2*time.Second, "also rescan the directory this often (file systems without events); 0: never")
+	cc := addConfigFlags(fs, serveFlagNames...)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolshed serve [--config FILE] [--addr HOST:PORT] [--plugins DIR] [--base-url URL] [flags]")
+		fs.PrintDefaults()
+	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		fmt.Fprintln(stderr, "usage: toolshed serve [--addr HOST:PORT] [--plugins DIR] [--watch=false] [--grants FILE]")
+		fs.Usage()
 		return errUsage
 	}
-	log := newServerLogger(stderr)
-	op, err := loadOperator(*dir, *grants, *dir == defaultPluginDir())
+	l, err := cc.load()
 	if err != nil {
 		return err
 	}
-	defer op.close()
-	opts := op.options("", 0, stderr)
-	opts.Logger = log
-	rt, err := wasm.New(opts)
+	cfg := &l.Config
+	if !config.IsLoopback(cfg.Server.Addr) && len(cfg.Server.APIKeys) == 0 && !cfg.Server.AllowOpen {
+		return fmt.Errorf("refusing to serve on %s, beyond loopback, without API keys: set server.api_keys "+
+			"(TOOLSHED_SERVER_API_KEYS), or server.allow_open (--open) to run open on purpose", cfg.Server.Addr)
+	}
+	log := newConfigLogger(cfg.Log, stderr)
+	var rt *wasm.Host
+	live, err := catalog.NewLive(cfg.Plugins.Dir, catalog.LiveOptions{Logger: log, OnChange: func(_, snap *catalog.Snapshot) {
+		if rt != nil {
+			rt.Sync(snap)
+		}
+	}})
 	if err != nil {
 		return err
 	}
-	defer rt.Close(context.Background())
-	// After each swap the runtime retires plugin versions the catalog no
-	// longer holds (closed once no request uses them).
-	live, err := catalog.NewLive(*dir, catalog.LiveOptions{Logger: log, OnChange: func(_, s *catalog.Snapshot) { rt.Sync(s) }})
+	ag, err := newAgent(cfg, live.Snapshot, log, stderr, false)
 	if err != nil {
 		return err
 	}
+	defer ag.close()
+	rt = ag.runtime
+	rt.Sync(live.Snapshot())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if *watch {
-		p := *poll
+	if cfg.Plugins.Watch {
+		p := cfg.Plugins.Poll
 		if p == 0 {
 			p = -1
 		}
 		go live.Watch(ctx, catalog.WatchOptions{Poll: p})
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: (&server{live: live, runtime: rt, started: time.Now()}).routes(),
-		ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
-	fmt.Fprintf(stdout, "toolshed serving %d tools from %s on http://%s (GET /v1/plugins, /v1/search?q=, /healthz)\n",
-		len(live.Snapshot().Tools), *dir, ln.Addr())
+	s := &server{cfg: cfg.Server, live: live, runtime: rt, agent: ag, log: log, started: time.Now(),
+		sem: make(chan struct{}, cfg.Server.MaxConcurrent), stopping: make(chan struct{})}
+	s.metrics = newMetrics(rt, live)
+	s.mcp = newMCPFront(ag, s.metrics, log).httpHandler(cfg.Server)
+	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
+		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	upstream := "none (agent endpoint off: set model.base_url)"
+	if ag.client != nil {
+		upstream = cfg.Model.BaseURL + " (" + cfg.Model.Name + ")"
+	}
+	fmt.Fprintf(stdout, "toolshed serving %d tools from %s on http://%s\n  upstream model: %s\n  endpoints: POST /v1/chat/completions, GET /v1/models, /mcp, GET /v1/plugins, /v1/search?q=, /metrics, /healthz\n",
+		len(live.Snapshot().Tools), cfg.Plugins.Dir, ln.Addr(), upstream)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -170,10 +579,13 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	case <-ctx.Done():
 	}
-	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	log.Info("shutting down: draining requests in progress", "grace", cfg.Server.ShutdownTimeout)
+	close(s.stopping)
+	shut, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shut); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+		srv.Close()
+		return fmt.Errorf("shutdown: requests still running after %s were cut off: %w", cfg.Server.ShutdownTimeout, err)
 	}
 	return nil
 }

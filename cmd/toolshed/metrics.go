@@ -1,0 +1,156 @@
+package main
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/toolshed/toolshed/host"
+	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/wasm"
+)
+
+// metrics are the Prometheus series of toolshed serve and toolshed mcp,
+// in a registry of their own. All methods are safe for concurrent use.
+type metrics struct {
+	reg *prometheus.Registry
+
+	httpRequests *prometheus.CounterVec   // endpoint, code
+	httpDuration *prometheus.HistogramVec // endpoint
+	sessions     *prometheus.CounterVec   // front: chat, mcp
+	active       *prometheus.GaugeVec     // front
+	rounds       prometheus.Counter
+	searches     *prometheus.CounterVec   // mode, path
+	fallbacks    *prometheus.CounterVec   // from, to
+	toolCalls    *prometheus.CounterVec   // plugin, tool, outcome
+	pluginCall   *prometheus.HistogramVec // plugin
+	toolTokens   *prometheus.CounterVec   // sent, all_loaded
+	modelTokens  *prometheus.CounterVec   // prompt, completion
+	clientCalls  prometheus.Counter
+}
+
+func newMetrics(rt *wasm.Host, live *catalog.Live) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolshed_http_requests_total",
+		Help: "HTTP requests by endpoint and status code."}, []string{"endpoint", "code"})
+	m.httpDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolshed_http_request_duration_seconds",
+		Help: "HTTP request latency by endpoint.", Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14)}, []string{"endpoint"})
+	m.sessions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolshed_sessions_total",
+		Help: "Sessions started: chat (one per chat completion request) and mcp (one per MCP client session)."}, []string{"front"})
+	m.active = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "toolshed_sessions_active",
+		Help: "Sessions in progress."}, []string{"front"})
+	m.rounds = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolshed_model_rounds_total", Help: "Model rounds of the agent loop."})
+	m.searches = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolshed_searches_total",
+		Help: "tool_search calls by mode and the path that answered (keyword, llm, llm-failed, no-llm, cached, budget, invalid)."}, []string{"mode", "path"})
+	m.fallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolshed_search_fallbacks_total",
+		Help: "Searches that left their first path: hybrid keyword to llm, llm back to keyword (model failed or unavailable)."}, []string{"from", "to"})
+	m.toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolshed_tool_calls_total",
+		Help: "Tool calls by plugin (builtin for always-on tools and tool_search), tool and outcome (ok, error)."}, []string{"plugin", "tool", "outcome"})
+	m.pluginCall = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolshed_plugin_call_duration_seconds",
+		Help: "Plugin tool call latency, instance included.", Buckets: prometheus.ExponentialBuckets(0.0001, 3, 12)}, []string{"plugin"})
+	m.toolTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolshed_tool_definition_tokens_total",
+		Help: "Tokens (o200k_base) of tool definitions: sent to the model, and what sending every tool would have cost (all_loaded)."}, []string{"kind"})
+	m.modelTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolshed_model_tokens_total",
+		Help: "Tokens the upstream model reported using."}, []string{"kind"})
+	m.clientCalls = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolshed_client_tool_calls_total",
+		Help: "Calls to client-side tools returned to the client."})
+	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.sessions, m.active, m.rounds, m.searches,
+		m.fallbacks, m.toolCalls, m.pluginCall, m.toolTokens, m.modelTokens, m.clientCalls} {
+		f(c)
+	}
+	if rt != nil {
+		stat := func(name, help string, v func(wasm.Stats) float64) {
+			f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return v(rt.Stats()) }))
+		}
+		stat("toolshed_plugin_compiles_total", "Plugin modules compiled (from the cache or not).", func(s wasm.Stats) float64 { return float64(s.Compiles) })
+		stat("toolshed_plugin_compile_failures_total", "Plugin modules refused or failed to compile.", func(s wasm.Stats) float64 { return float64(s.CompileFailures) })
+		stat("toolshed_plugin_compile_seconds_total", "Time spent compiling plugin modules.", func(s wasm.Stats) float64 { return s.CompileTime.Seconds() })
+		stat("toolshed_plugin_instantiations_total", "Plugin instances made, pool refills included.", func(s wasm.Stats) float64 { return float64(s.Instantiations) })
+		stat("toolshed_plugin_instantiate_failures_total", "Plugin instances that could not be made.", func(s wasm.Stats) float64 { return float64(s.InstantiateFailures) })
+		stat("toolshed_plugin_pool_hits_total", "Sessions' first calls to a plugin served by a pooled instance.", func(s wasm.Stats) float64 { return float64(s.PoolHits) })
+		stat("toolshed_plugin_pool_misses_total", "Sessions' first calls to a plugin that had to instantiate.", func(s wasm.Stats) float64 { return float64(s.PoolMisses) })
+	}
+	if live != nil {
+		f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "toolshed_catalog_reloads_total",
+			Help: "Catalog snapshots swapped in by hot reload."}, func() float64 { return float64(live.Reloads()) }))
+		f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolshed_catalog_tools",
+			Help: "Deferred tools in the live catalog."}, func() float64 { return float64(len(live.Snapshot().Tools)) }))
+		f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolshed_catalog_manifest_errors",
+			Help: "Manifests the live catalog skipped (bad, incomplete, clashing)."}, func() float64 { return float64(len(live.Snapshot().Errors)) }))
+	}
+	f(collectors.NewGoCollector())
+	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// observeHTTP counts one finished request.
+func (m *metrics) observeHTTP(endpoint string, code int, took time.Duration) {
+	m.httpRequests.WithLabelValues(endpoint, strconv.Itoa(code)).Inc()
+	m.httpDuration.WithLabelValues(endpoint).Observe(took.Seconds())
+}
+
+// sessionStarted counts a session and returns the function that ends it.
+func (m *metrics) sessionStarted(front string) func() {
+	if m == nil {
+		return func() {}
+	}
+	m.sessions.WithLabelValues(front).Inc()
+	g := m.active.WithLabelValues(front)
+	g.Inc()
+	return g.Dec
+}
+
+// observeResponse records an agent request's rounds.
+func (m *metrics) observeResponse(r *host.Response) {
+	if m == nil || r == nil {
+		return
+	}
+	for _, rd := range r.Rounds {
+		m.rounds.Inc()
+		m.toolTokens.WithLabelValues("sent").Add(float64(rd.ToolTokens))
+		m.toolTokens.WithLabelValues("all_loaded").Add(float64(rd.AllToolsTokens))
+		for i := range rd.ToolCalls {
+			m.observeCall(&rd.ToolCalls[i])
+		}
+	}
+	m.modelTokens.WithLabelValues("prompt").Add(float64(r.Usage.PromptTokens))
+	m.modelTokens.WithLabelValues("completion").Add(float64(r.Usage.CompletionTokens))
+	m.clientCalls.Add(float64(len(r.ClientCalls)))
+}
+
+// observeCall records one tool call (agent loop or MCP).
+func (m *metrics) observeCall(c *host.ToolCallRecord) {
+	if m == nil {
+		return
+	}
+	outcome := "ok"
+	if c.IsError {
+		outcome = "error"
+	}
+	plugin := c.Plugin
+	if plugin == "" {
+		plugin = "builtin"
+	} else {
+		m.pluginCall.WithLabelValues(plugin).Observe(c.Duration.Seconds())
+	}
+	m.toolCalls.WithLabelValues(plugin, c.Name, outcome).Inc()
+	if s := c.Search; s != nil {
+		m.searches.WithLabelValues(string(s.Mode), s.Path).Inc()
+		switch {
+		case s.Mode == host.ModeHybrid && (s.Path == "llm" || s.Path == "llm-failed"):
+			m.fallbacks.WithLabelValues("keyword", "llm").Inc()
+		}
+		if s.Path == "llm-failed" || (s.Path == "no-llm" && s.Mode == host.ModeLLM) {
+			m.fallbacks.WithLabelValues("llm", "keyword").Inc()
+		}
+	}
+}

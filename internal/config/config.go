@@ -1,0 +1,398 @@
+// Package config is Toolshed's configuration: defaults, then a YAML file
+// (toolshed.yaml), then TOOLSHED_* environment variables, then command-line
+// flags, each overriding the one before. Unknown keys and bad values are
+// errors that name the key. Secrets never leave Redacted unmasked.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/v2"
+)
+
+// Config is the effective configuration. Field tags are the keys.
+type Config struct {
+	Model   Model   `koanf:"model"`
+	Search  Search  `koanf:"search"`
+	Plugins Plugins `koanf:"plugins"`
+	Agent   Agent   `koanf:"agent"`
+	Server  Server  `koanf:"server"`
+	Log     Log     `koanf:"log"`
+}
+
+// Model is the upstream OpenAI-compatible endpoint.
+type Model struct {
+	BaseURL string        `koanf:"base_url"`
+	APIKey  string        `koanf:"api_key"` // secret
+	Name    string        `koanf:"name"`
+	Timeout time.Duration `koanf:"timeout"` // one model call
+	Retries int           `koanf:"retries"`
+}
+
+// Search configures tool_search.
+type Search struct {
+	Mode     string  `koanf:"mode"`
+	Model    string  `koanf:"model"`
+	Limit    int     `koanf:"limit"`
+	Budget   int     `koanf:"budget"`
+	MinScore float64 `koanf:"min_score"`
+}
+
+// Plugins is the plugin directory and what the operator grants.
+type Plugins struct {
+	Dir      string        `koanf:"dir"`
+	Grants   string        `koanf:"grants"`
+	Watch    bool          `koanf:"watch"`
+	Poll     time.Duration `koanf:"poll"`
+	CacheDir string        `koanf:"cache_dir"`
+	Pool     int           `koanf:"pool"`
+}
+
+// Agent is the agent loop and its always-on built-in tools.
+type Agent struct {
+	MaxRounds    int    `koanf:"max_rounds"`
+	SystemPrompt string `koanf:"system_prompt"`
+	Time         bool   `koanf:"time"`
+	Todo         bool   `koanf:"todo"`
+	Workspace    string `koanf:"workspace"`
+	Skills       string `koanf:"skills"`
+	Shell        bool   `koanf:"shell"`
+}
+
+// Server is toolshed serve.
+type Server struct {
+	Addr            string        `koanf:"addr"`
+	APIKeys         []string      `koanf:"api_keys"` // secret
+	AllowOpen       bool          `koanf:"allow_open"`
+	MaxBodyBytes    int64         `koanf:"max_body_bytes"`
+	RequestTimeout  time.Duration `koanf:"request_timeout"`
+	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
+	MaxConcurrent   int           `koanf:"max_concurrent"`
+}
+
+// Log is the log output.
+type Log struct {
+	Level  string `koanf:"level"`
+	Format string `koanf:"format"`
+}
+
+// Defaults are the values before any source.
+func Defaults() map[string]any {
+	return map[string]any{
+		"model.base_url":          "",
+		"model.api_key":           "",
+		"model.name":              "gpt-4o-mini",
+		"model.timeout":           "2m",
+		"model.retries":           3,
+		"search.mode":             "hybrid",
+		"search.model":            "",
+		"search.limit":            5,
+		"search.budget":           8,
+		"search.min_score":        0.0,
+		"plugins.dir":             "plugin-manifests",
+		"plugins.grants":          "",
+		"plugins.watch":           true,
+		"plugins.poll":            "2s",
+		"plugins.cache_dir":       "",
+		"plugins.pool":            2,
+		"agent.max_rounds":        16,
+		"agent.system_prompt":     "",
+		"agent.time":              true,
+		"agent.todo":              true,
+		"agent.workspace":         "",
+		"agent.skills":            "",
+		"agent.shell":             false,
+		"server.addr":             "127.0.0.1:8080",
+		"server.api_keys":         []string{},
+		"server.allow_open":       false,
+		"server.max_body_bytes":   4 << 20,
+		"server.request_timeout":  "10m",
+		"server.shutdown_timeout": "30s",
+		"server.max_concurrent":   1024,
+		"log.level":               "info",
+		"log.format":              "text",
+	}
+}
+
+// secrets are keys whose values Redacted masks.
+var secrets = []string{"model.api_key", "server.api_keys"}
+
+// envAliases are environment variables kept from before the
+// configuration file: they map to keys below TOOLSHED_* of the same key.
+var envAliases = map[string]string{
+	"TOOLSHED_PLUGINS": "plugins.dir",
+	"TOOLSHED_MODEL":   "model.name",
+}
+
+// envOther are TOOLSHED_* variables that are not configuration keys.
+var envOther = []string{"TOOLSHED_CONFIG", "TOOLSHED_DEBUG", "TOOLSHED_BENCH_CACHE"}
+
+// Source is where a configuration comes from.
+type Source struct {
+	// File is the YAML file; "" looks for $TOOLSHED_CONFIG, then
+	// ./toolshed.yaml (absent is fine then; a named file must exist).
+	File string
+	// Env is the environment as "KEY=value" (os.Environ()).
+	Env []string
+	// Flags are the keys set on the command line, with their values.
+	Flags map[string]string
+}
+
+// Loaded is a configuration and where it came from.
+type Loaded struct {
+	Config
+	File string // the file read, or ""
+	ko   *koanf.Koanf
+}
+
+// Load reads the sources in order and checks the result.
+func Load(src Source) (*Loaded, error) {
+	ko := koanf.New(".")
+	defaults := Defaults()
+	if err := ko.Load(confmap.Provider(defaults, "."), nil); err != nil {
+		return nil, err
+	}
+	env := map[string]string{}
+	for _, kv := range src.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	// The OpenAI clients' own variables are the weakest source.
+	for name, key := range map[string]string{"OPENAI_BASE_URL": "model.base_url", "OPENAI_API_KEY": "model.api_key"} {
+		if v := env[name]; v != "" {
+			ko.Set(key, v)
+		}
+	}
+	path, required := src.File, true
+	if path == "" {
+		path = env["TOOLSHED_CONFIG"]
+	}
+	if path == "" {
+		path, required = "toolshed.yaml", false
+	}
+	l := &Loaded{ko: ko}
+	if _, err := os.Stat(path); err == nil || required {
+		fileKo := koanf.New(".")
+		if err := fileKo.Load(file.Provider(path), yaml.Parser()); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+		if err := checkKeys(fileKo.Keys(), defaults, "in "+path); err != nil {
+			return nil, err
+		}
+		if err := ko.Merge(fileKo); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+		l.File = path
+	}
+	if err := loadEnv(ko, env, defaults); err != nil {
+		return nil, err
+	}
+	flagKeys := slices.Sorted(maps.Keys(src.Flags))
+	for _, k := range flagKeys {
+		if _, ok := defaults[k]; !ok {
+			return nil, fmt.Errorf("config: unknown key %q", k)
+		}
+		ko.Set(k, listValue(k, src.Flags[k], defaults))
+	}
+	if err := l.decode(); err != nil {
+		return nil, err
+	}
+	return l, l.check()
+}
+
+// loadEnv applies TOOLSHED_SECTION_KEY variables (TOOLSHED_SERVER_ADDR is
+// server.addr) and the aliases.
+func loadEnv(ko *koanf.Koanf, env map[string]string, defaults map[string]any) error {
+	byEnv := map[string]string{}
+	for k := range defaults {
+		byEnv["TOOLSHED_"+strings.ToUpper(strings.ReplaceAll(k, ".", "_"))] = k
+	}
+	names := slices.Sorted(maps.Keys(env))
+	for _, name := range names { // aliases first, so the full names win
+		if key, ok := envAliases[name]; ok && env[name] != "" {
+			ko.Set(key, env[name])
+		}
+	}
+	for _, name := range names {
+		if !strings.HasPrefix(name, "TOOLSHED_") || envAliases[name] != "" || slices.Contains(envOther, name) {
+			continue
+		}
+		key, ok := byEnv[name]
+		if !ok {
+			return fmt.Errorf("config: environment variable %s is not a configuration key (see toolshed.example.yaml)", name)
+		}
+		ko.Set(key, listValue(key, env[name], defaults))
+	}
+	return nil
+}
+
+// listValue splits comma-separated values of list keys.
+func listValue(key, v string, defaults map[string]any) any {
+	if _, ok := defaults[key].([]string); ok {
+		var out []string
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return v
+}
+
+// checkKeys refuses keys the configuration does not have.
+func checkKeys(keys []string, defaults map[string]any, where string) error {
+	var unknown []string
+	for _, k := range keys {
+		if _, ok := defaults[k]; !ok {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	return fmt.Errorf("config: unknown key %q %s (known keys: toolshed.example.yaml)", unknown[0], where)
+}
+
+// decode fills Config, naming the key of a value of the wrong type.
+func (l *Loaded) decode() error {
+	for _, k := range slices.Sorted(maps.Keys(Defaults())) {
+		single := koanf.New(".")
+		single.Set(k, l.ko.Get(k))
+		var c Config
+		if err := single.Unmarshal("", &c); err != nil {
+			return fmt.Errorf("config: %s: bad value %q: %s", k, fmt.Sprint(l.ko.Get(k)), cleanDecodeError(err))
+		}
+	}
+	return l.ko.Unmarshal("", &l.Config)
+}
+
+func cleanDecodeError(err error) string {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	msg := strings.TrimSpace(lines[len(lines)-1])
+	if strings.HasPrefix(msg, "'") {
+		if i := strings.Index(msg[1:], "' "); i >= 0 {
+			msg = msg[i+3:]
+		}
+	}
+	return strings.Replace(msg, "strconv.ParseInt: ", "", 1)
+}
+
+// check validates values that decode but make no sense.
+func (l *Loaded) check() error {
+	c := &l.Config
+	bad := func(key string, format string, args ...any) error {
+		return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
+	}
+	oneOf := func(key, v string, allowed ...string) error {
+		if !slices.Contains(allowed, v) {
+			return bad(key, "%q is not one of %s", v, strings.Join(allowed, ", "))
+		}
+		return nil
+	}
+	checks := []error{
+		oneOf("search.mode", c.Search.Mode, "keyword", "llm", "hybrid"),
+		oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error"),
+		oneOf("log.format", c.Log.Format, "text", "json"),
+	}
+	positive := map[string]float64{
+		"model.timeout": float64(c.Model.Timeout), "search.limit": float64(c.Search.Limit),
+		"search.budget": float64(c.Search.Budget), "agent.max_rounds": float64(c.Agent.MaxRounds),
+		"server.max_body_bytes": float64(c.Server.MaxBodyBytes), "server.request_timeout": float64(c.Server.RequestTimeout),
+		"server.shutdown_timeout": float64(c.Server.ShutdownTimeout), "server.max_concurrent": float64(c.Server.MaxConcurrent),
+	}
+	for _, k := range slices.Sorted(maps.Keys(positive)) {
+		if positive[k] <= 0 {
+			checks = append(checks, bad(k, "must be more than 0 (got %v)", l.ko.Get(k)))
+		}
+	}
+	if c.Search.Limit > 20 {
+		checks = append(checks, bad("search.limit", "at most 20 (got %d)", c.Search.Limit))
+	}
+	if c.Model.Retries < 0 {
+		checks = append(checks, bad("model.retries", "must not be negative (got %d)", c.Model.Retries))
+	}
+	if c.Plugins.Poll < 0 {
+		checks = append(checks, bad("plugins.poll", "must not be negative (0 turns polling off)"))
+	}
+	if c.Server.Addr != "" {
+		if _, _, err := net.SplitHostPort(c.Server.Addr); err != nil {
+			checks = append(checks, bad("server.addr", "%q is not HOST:PORT", c.Server.Addr))
+		}
+	}
+	if c.Model.BaseURL != "" && !strings.HasPrefix(c.Model.BaseURL, "http://") && !strings.HasPrefix(c.Model.BaseURL, "https://") {
+		checks = append(checks, bad("model.base_url", "%q is not an http(s) URL", c.Model.BaseURL))
+	}
+	for i, k := range c.Server.APIKeys {
+		if len(k) < 16 {
+			checks = append(checks, bad("server.api_keys", "key %d is shorter than 16 characters", i+1))
+		}
+	}
+	return errors.Join(checks...)
+}
+
+// Redacted is the effective configuration as YAML, secrets masked, keys
+// sorted.
+func (l *Loaded) Redacted() ([]byte, error) {
+	out := koanf.New(".")
+	for _, k := range l.ko.Keys() {
+		v := l.ko.Get(k)
+		if slices.Contains(secrets, k) {
+			v = redact(v)
+		}
+		out.Set(k, v)
+	}
+	return out.Marshal(yaml.Parser())
+}
+
+func redact(v any) any {
+	switch v := v.(type) {
+	case string:
+		if v == "" {
+			return ""
+		}
+		return "<redacted>"
+	case []string:
+		out := make([]string, len(v))
+		for i := range v {
+			out[i] = "<redacted>"
+		}
+		return out
+	case []any:
+		out := make([]string, len(v))
+		for i := range v {
+			out[i] = "<redacted>"
+		}
+		return out
+	}
+	return "<redacted>"
+}
+
+// Keys lists every configuration key, sorted.
+func Keys() []string { return slices.Sorted(maps.Keys(Defaults())) }
+
+// IsLoopback reports whether an address listens on loopback only.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

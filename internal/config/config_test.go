@@ -1,0 +1,101 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func write(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "toolshed.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestPrecedence(t *testing.T) {
+	p := write(t, "model:\n  name: from-file\n  timeout: 30s\nserver:\n  addr: 127.0.0.1:9000\n  api_keys: [aaaaaaaaaaaaaaaa]\nsearch:\n  mode: keyword\n")
+	l, err := Load(Source{File: p,
+		Env:   []string{"TOOLSHED_MODEL_NAME=from-env", "TOOLSHED_SERVER_ADDR=127.0.0.1:9001", "OPENAI_API_KEY=sk-secret", "HOME=/x"},
+		Flags: map[string]string{"server.addr": "127.0.0.1:9002"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := l.Config
+	if c.Model.Name != "from-env" || c.Server.Addr != "127.0.0.1:9002" || c.Search.Mode != "keyword" ||
+		c.Model.Timeout != 30*time.Second || c.Model.APIKey != "sk-secret" || c.Plugins.Poll != 2*time.Second ||
+		len(c.Server.APIKeys) != 1 || l.File != p {
+		t.Fatalf("%+v", c)
+	}
+	out, err := l.Redacted()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "sk-secret") || strings.Contains(string(out), "aaaaaaaa") ||
+		!strings.Contains(string(out), "api_key: <redacted>") || !strings.Contains(string(out), "name: from-env") {
+		t.Fatalf("redacted:\n%s", out)
+	}
+	// Aliases, and a file that is absent when not named.
+	dir := t.TempDir()
+	wd, _ := os.Getwd()
+	os.Chdir(dir)
+	defer os.Chdir(wd)
+	l, err = Load(Source{Env: []string{"TOOLSHED_PLUGINS=/p", "TOOLSHED_MODEL=m", "TOOLSHED_SERVER_API_KEYS=bbbbbbbbbbbbbbbb, cccccccccccccccc"}})
+	if err != nil || l.Plugins.Dir != "/p" || l.Model.Name != "m" || len(l.Server.APIKeys) != 2 || l.File != "" {
+		t.Fatalf("%+v %v", l, err)
+	}
+}
+
+func TestErrorsNameTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		file  string
+		env   []string
+		flags map[string]string
+		want  string
+	}{
+		{file: "server:\n  adress: x\n", want: `unknown key "server.adress"`},
+		{file: "search:\n  mode: fuzzy\n", want: `search.mode: "fuzzy" is not one of keyword, llm, hybrid`},
+		{file: "server:\n  max_body_bytes: lots\n", want: "server.max_body_bytes"},
+		{file: "model:\n  timeout: soon\n", want: "model.timeout"},
+		{file: "agent:\n  max_rounds: 0\n", want: "agent.max_rounds: must be more than 0"},
+		{file: "server:\n  addr: 8080\n", want: `server.addr: "8080" is not HOST:PORT`},
+		{file: "server:\n  api_keys: [short]\n", want: "server.api_keys: key 1 is shorter"},
+		{file: "model: [\n", want: "config"},
+		{env: []string{"TOOLSHED_SERVR_ADDR=x"}, want: "TOOLSHED_SERVR_ADDR is not a configuration key"},
+		{env: []string{"TOOLSHED_PLUGINS_WATCH=maybe"}, want: "plugins.watch"},
+		{flags: map[string]string{"search.limit": "50"}, want: "search.limit: at most 20"},
+	} {
+		src := Source{Env: tc.env, Flags: tc.flags, File: write(t, tc.file)}
+		_, err := Load(src)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q %v %v: %v, want %q", tc.file, tc.env, tc.flags, err, tc.want)
+		}
+	}
+	if _, err := Load(Source{File: filepath.Join(t.TempDir(), "missing.yaml")}); err == nil {
+		t.Error("a named file that does not exist was accepted")
+	}
+}
+
+// TestExampleFile: the documented example in the repository loads and
+// names every key.
+func TestExampleFile(t *testing.T) {
+	path := filepath.Join("..", "..", "toolshed.example.yaml")
+	l, err := Load(Source{File: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := os.ReadFile(path)
+	for _, k := range Keys() {
+		leaf := k[strings.LastIndex(k, ".")+1:]
+		if !strings.Contains(string(body), leaf+":") {
+			t.Errorf("the example does not show %s", k)
+		}
+	}
+	if l.Server.Addr == "" {
+		t.Error("no address")
+	}
+}
