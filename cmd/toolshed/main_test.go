@@ -175,7 +175,7 @@ func TestSearchExtraLexicon(t *testing.T) {
 
 // textkitDir is a plugin directory holding the example plugin, freshly
 // built, with its manifest not yet pinned; and the module's bytes.
-func textkitDir(t *testing.T) (string, []byte) {
+func textkitDir(t testing.TB) (string, []byte) {
 	t.Helper()
 	dir := t.TempDir()
 	module, err := os.ReadFile(wasmbuild.Build(t, "../../plugins/textkit"))

@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -503,6 +504,37 @@ func (s *server) streamCompletion(ctx context.Context, w http.ResponseWriter, id
 	return resp, nil
 }
 
+// newServer makes the server of a configuration: live catalog, plugin
+// runtime, agent, metrics and MCP front. close releases them.
+func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server, error) {
+	var rt *wasm.Host
+	var mu sync.Mutex
+	live, err := catalog.NewLive(cfg.Plugins.Dir, catalog.LiveOptions{Logger: log, OnChange: func(_, snap *catalog.Snapshot) {
+		mu.Lock()
+		defer mu.Unlock()
+		if rt != nil {
+			rt.Sync(snap)
+		}
+	}})
+	if err != nil {
+		return nil, err
+	}
+	ag, err := newAgent(cfg, live.Snapshot, log, stderr, false)
+	if err != nil {
+		return nil, err
+	}
+	mu.Lock()
+	rt = ag.runtime
+	mu.Unlock()
+	s := &server{cfg: cfg.Server, live: live, runtime: rt, agent: ag, log: log, started: time.Now(),
+		sem: make(chan struct{}, cfg.Server.MaxConcurrent), stopping: make(chan struct{})}
+	s.metrics = newMetrics(rt, live)
+	s.mcp = newMCPFront(ag, s.metrics, log).httpHandler(cfg.Server)
+	return s, nil
+}
+
+func (s *server) close() { s.agent.close() }
+
 var serveFlagNames = []string{"addr", "plugins", "grants", "watch", "poll", "open", "base-url", "model",
 	"search-mode", "search-model", "max-rounds", "workspace", "skills", "shell", "no-time", "no-todo", "log-format", "log-level"}
 
@@ -531,22 +563,11 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 			"(TOOLSHED_SERVER_API_KEYS), or server.allow_open (--open) to run open on purpose", cfg.Server.Addr)
 	}
 	log := newConfigLogger(cfg.Log, stderr)
-	var rt *wasm.Host
-	live, err := catalog.NewLive(cfg.Plugins.Dir, catalog.LiveOptions{Logger: log, OnChange: func(_, snap *catalog.Snapshot) {
-		if rt != nil {
-			rt.Sync(snap)
-		}
-	}})
+	s, err := newServer(cfg, log, stderr)
 	if err != nil {
 		return err
 	}
-	ag, err := newAgent(cfg, live.Snapshot, log, stderr, false)
-	if err != nil {
-		return err
-	}
-	defer ag.close()
-	rt = ag.runtime
-	rt.Sync(live.Snapshot())
+	defer s.close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if cfg.Plugins.Watch {
@@ -554,16 +575,20 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		if p == 0 {
 			p = -1
 		}
-		go live.Watch(ctx, catalog.WatchOptions{Poll: p})
+		go s.live.Watch(ctx, catalog.WatchOptions{Poll: p})
 	}
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
 		return err
 	}
-	s := &server{cfg: cfg.Server, live: live, runtime: rt, agent: ag, log: log, started: time.Now(),
-		sem: make(chan struct{}, cfg.Server.MaxConcurrent), stopping: make(chan struct{})}
-	s.metrics = newMetrics(rt, live)
-	s.mcp = newMCPFront(ag, s.metrics, log).httpHandler(cfg.Server)
+	return s.serve(ctx, ln, cfg, stdout)
+}
+
+// serve serves on ln until ctx ends, then drains: no new connections,
+// long-lived MCP streams end, requests in progress get
+// server.shutdown_timeout to finish.
+func (s *server) serve(ctx context.Context, ln net.Listener, cfg *config.Config, stdout io.Writer) error {
+	ag, live, log := s.agent, s.live, s.log
 	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	upstream := "none (agent endpoint off: set model.base_url)"
