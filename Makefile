@@ -7,7 +7,7 @@ EVAL      ?= ../shared/eval
 # Packages with concurrent code run under the race detector.
 RACE_PKGS := ./search/... ./host/... ./sdk/...
 
-.PHONY: all build plugins test vet race bench bench-runtime eval fuzz clean run
+.PHONY: all build plugins test vet race bench bench-test bench-go bench-runtime eval fuzz clean run
 
 all: build plugins
 
@@ -34,9 +34,24 @@ race:
 test: build plugins vet
 	$(GO) test -count=1 ./...
 	$(MAKE) race
+	$(MAKE) bench-test
 
-# Benchmarks, then the comparison tables of the evaluation sets.
-bench: build
+# The benchmark suite against peers (bench/, its own module so the peers
+# never enter this one): prints every table and writes docs/BENCHMARKS.md
+# and docs/bench-*.svg. -mod=mod lets bench/go.sum follow this module's
+# requirements.
+BENCH_GO := GOFLAGS=-mod=mod $(GO)
+
+bench:
+	cd bench && $(BENCH_GO) run . -eval $(abspath $(EVAL)) -docs ../docs
+
+# The bench module's vet and quick tests (make test runs them).
+bench-test:
+	cd bench && $(BENCH_GO) vet ./... && $(BENCH_GO) test -count=1 ./...
+
+# The main module's Go benchmarks, then the comparison tables of the
+# evaluation sets and the runtime's figures.
+bench-go: build
 	$(GO) test -run '^$$' -bench . -benchmem ./search/... ./internal/evalrun/
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x ./host/...
 	$(MAKE) eval

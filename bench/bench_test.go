@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolshed/toolshed/host/manifest"
+)
+
+// The suite itself runs with `make bench`; these tests check its parts
+// quickly (make test runs them).
+
+func TestEnginesOnChineseSet(t *testing.T) {
+	d, err := readDataset("Chinese set", "../search/testdata/zh-eval", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := sample(d.Queries, 40)
+	got := map[string]quality{}
+	for _, e := range []engineSpec{toolshedEngine(), bleveEngine(false), bleveEngine(true), baselineEngine()} {
+		q, err := measure(e, d.Tools, qs, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Queries != len(qs) || q.P50 <= 0 || q.Recall5 < 0 || q.Recall5 > 1 {
+			t.Errorf("%s: implausible figures %+v", e.name, q)
+		}
+		got[e.name] = q
+	}
+	if got["Toolshed"].Recall5 <= got["naive BM25"].Recall5 {
+		t.Errorf("Toolshed recall@5 %.4f is not above the naive baseline's %.4f", got["Toolshed"].Recall5, got["naive BM25"].Recall5)
+	}
+}
+
+func TestSynthCatalog(t *testing.T) {
+	seal := []manifest.Tool{
+		{Name: "getWeather", Description: "Get the weather", Parameters: []byte(`{"type":"object","properties":{"city":{"type":"string"}}}`)},
+		{Name: "sendMail", Description: "Send an email", Parameters: []byte(`{"type":"object","properties":{"to":{"type":"string"}}}`)},
+		{Name: "convertCurrency", Description: "Convert money"},
+	}
+	a, b := synthCatalog(seal, 50), synthCatalog(seal, 50)
+	if len(a) != 50 {
+		t.Fatalf("%d tools, want 50", len(a))
+	}
+	seen := map[string]bool{}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].Description != b[i].Description {
+			t.Fatalf("tool %d differs between two builds: %q, %q", i, a[i].Name, b[i].Name)
+		}
+		if seen[a[i].Name] {
+			t.Fatalf("duplicate name %q", a[i].Name)
+		}
+		seen[a[i].Name] = true
+	}
+	if got := synthCatalog(seal, 2); len(got) != 2 || got[1].Name != "sendMail" {
+		t.Errorf("a catalog smaller than the set is its first tools, got %v", got)
+	}
+}
+
+func TestRepairs(t *testing.T) {
+	used := map[string]bool{}
+	if got := toolName("request First Aid", used); got != "request_First_Aid" {
+		t.Errorf("toolName = %q", got)
+	}
+	if got := toolName("request_First Aid", used); got != "request_First_Aid_2" {
+		t.Errorf("second toolName = %q", got)
+	}
+	raw := []byte(`{"type":"object","properties":{"age":{"type":"integer","examples":"12"}}}`)
+	if _, err := manifest.CompileSchema(repairSchema(raw)); err != nil {
+		t.Errorf("repaired schema does not compile: %v", err)
+	}
+}
+
+// TestReport writes a report from made-up figures: the Markdown has every
+// section and the charts are well-formed XML.
+func TestReport(t *testing.T) {
+	q := func(e string, r float64, p50 time.Duration) quality {
+		return quality{Engine: e, Recall5: r, Recall10: r, P50: p50, P99: 2 * p50, Build: time.Millisecond}
+	}
+	r := &results{Started: time.Now(), Machine: describeMachine(), Quick: true}
+	for _, s := range []string{"Seal-Tools", "MetaTool"} {
+		r.Search = append(r.Search, setResult{Name: s, Tools: 10, Queries: 5, Rows: []quality{
+			q("Toolshed", 0.9, 40*time.Microsecond), q("bleve (_all)", 0.8, time.Millisecond), q("bleve (fields)", 0.7, 2*time.Millisecond), q("naive BM25", 0.6, 100*time.Microsecond)}})
+	}
+	for _, bi := range []bool{true, false} {
+		for _, n := range []int{10, 50, 200} {
+			r.Context = append(r.Context, contextRow{BuiltIns: bi, Tools: n, Requests: 1, AllOn: float64(100 * n), Round1: 300, After: 600, Found: 3, SavedPct: 100 * (1 - 600/float64(100*n))})
+		}
+	}
+	for i, w := range []string{"native", "warm", "pool", "no pool", "process"} {
+		r.Calls = append(r.Calls, callRow{Way: w, Calls: 1, Mean: time.Duration(i+1) * time.Millisecond, VsNative: float64(i + 1), VsWarmWasm: 1})
+	}
+	r.Through = []throughputRow{{What: "search only", Workers: 4, Sessions: 10, PerSecond: 10, PoolHitRate: -1}, {What: "search + one plugin call", Workers: 4, Sessions: 5, PerSecond: 5, PoolHitRate: 0.5}}
+	r.Memory = memoryRow{Sessions: 2, HeapPerSession: 4, RSSPerSession: 3}
+	for _, n := range []int{100, 1000} {
+		for i, e := range []string{"Toolshed", "bleve (_all)", "naive BM25"} {
+			r.Scale = append(r.Scale, scaleRow{Tools: n, Engine: e, P50: time.Duration((i+1)*n) * time.Microsecond, Recall5: -1})
+		}
+	}
+	r.Reload = reloadResult{Command: "go test", Drops: 3, P50: 120 * time.Millisecond, Max: 150 * time.Millisecond}
+	dir := t.TempDir()
+	if err := writeReport(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "BENCHMARKS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## 1. Search", "## 2. Context", "## 3. Plugin call cost", "## 4. Scale", "## 5. Hot reload", "## What the numbers say", "bench-search.svg", "bench-context.svg", "bench-scale.svg", "p50 120 ms"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, name := range []string{"bench-search.svg", "bench-context.svg", "bench-scale.svg"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := xml.NewDecoder(strings.NewReader(string(b)))
+		for {
+			if _, err := d.Token(); err != nil {
+				if err.Error() != "EOF" {
+					t.Errorf("%s: %v", name, err)
+				}
+				break
+			}
+		}
+		if strings.Contains(string(b), "NaN") || strings.Contains(string(b), "Inf") {
+			t.Errorf("%s has NaN or Inf", name)
+		}
+	}
+}

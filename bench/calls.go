@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/toolshed/toolshed/bench/echo"
+	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/wasm"
+)
+
+// Plugin call cost: the same tool logic (package echo) called natively,
+// through a warm wasm instance, as a session's first call (from the pool
+// and without one), and as an executable started once per call.
+
+// echoPlugin is the echo tool built for the benchmark: a plugin directory
+// with its manifest and module, and the per-call executable.
+type echoPlugin struct {
+	dir  string // plugin directory: echo.json + echo.wasm
+	cli  string // the executable
+	snap *catalog.Snapshot
+	tool *catalog.Tool
+}
+
+// buildEcho compiles echo/wasm and echo/cli with the standard toolchain
+// into tmp. moduleDir is the bench module's directory.
+func buildEcho(moduleDir, tmp string) (*echoPlugin, error) {
+	e := &echoPlugin{dir: filepath.Join(tmp, "plugins"), cli: filepath.Join(tmp, "echo-cli")}
+	if err := os.MkdirAll(e.dir, 0o755); err != nil {
+		return nil, err
+	}
+	wasmPath := filepath.Join(e.dir, "echo.wasm")
+	build := func(env []string, args ...string) error {
+		cmd := exec.Command("go", append([]string{"build", "-trimpath", "-buildvcs=false"}, args...)...)
+		cmd.Dir = moduleDir
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %v: %v\n%s", args, err, out)
+		}
+		return nil
+	}
+	if err := build([]string{"GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0"}, "-buildmode=c-shared", "-o", wasmPath, "./echo/wasm"); err != nil {
+		return nil, err
+	}
+	if err := build(nil, "-o", e.cli, "./echo/cli"); err != nil {
+		return nil, err
+	}
+	code, err := os.ReadFile(wasmPath)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(code)
+	man := `{"name": "echo", "version": "1.0.0", "abi_version": 1, "wasm": "echo.wasm", "sha256": "` + hex.EncodeToString(sum[:]) + `",
+	  "limits": {"timeout_ms": 60000},
+	  "tools": [{"name": "echo", "description": "Echo a small JSON object", "parameters": {"type": "object",
+	    "properties": {"name": {"type": "string"}, "count": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}}}}]}`
+	if err := os.WriteFile(filepath.Join(e.dir, "echo.json"), []byte(man), 0o644); err != nil {
+		return nil, err
+	}
+	if e.snap, err = catalog.Load(e.dir, nil); err != nil {
+		return nil, err
+	}
+	if len(e.snap.Errors) > 0 {
+		return nil, e.snap.Errors[0]
+	}
+	var ok bool
+	if e.tool, ok = e.snap.Tool("echo"); !ok {
+		return nil, fmt.Errorf("echo tool not in the catalog")
+	}
+	return e, nil
+}
+
+// callRow is one way of calling the tool.
+type callRow struct {
+	Way        string
+	Calls      int
+	Mean, P50  time.Duration
+	P99        time.Duration
+	VsNative   float64 // mean / native mean
+	VsWarmWasm float64 // mean / warm wasm mean
+}
+
+func stats(way string, lat []time.Duration) callRow {
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	var sum time.Duration
+	for _, d := range lat {
+		sum += d
+	}
+	r := callRow{Way: way, Calls: len(lat)}
+	r.Mean = sum / time.Duration(len(lat))
+	r.P50 = lat[len(lat)/2]
+	r.P99 = lat[min(len(lat)-1, (len(lat)*99+99)/100-1)]
+	return r
+}
+
+// newRuntime is a wasm host with its compilation cache in tmp (the cache
+// is filled by the first compile; every figure below is after it).
+func newRuntime(tmp string, pool int) (*wasm.Host, error) {
+	return wasm.New(&wasm.Options{CacheDir: filepath.Join(tmp, "cache"), PoolSize: pool})
+}
+
+func callCost(e *echoPlugin, tmp string, n int) ([]callRow, error) {
+	ctx := context.Background()
+	args := json.RawMessage(echo.Example)
+	want, err := echo.Call(args)
+	if err != nil {
+		return nil, err
+	}
+	var rows []callRow
+
+	// Native: the function itself.
+	lat := make([]time.Duration, 0, 20*n)
+	for i := 0; i < 20*n; i++ {
+		t0 := time.Now()
+		if _, err := echo.Call(args); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	rows = append(rows, stats("native Go function", lat))
+
+	// Warm: one session, its instance already made.
+	rt, err := newRuntime(tmp, -1)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close(ctx)
+	s := rt.NewSession()
+	res, err := s.Call(ctx, e.tool, args)
+	if err != nil {
+		return nil, err
+	}
+	var got struct{ Structured json.RawMessage }
+	json.Unmarshal(want, &got)
+	if !bytes.Equal(res.Structured, got.Structured) {
+		return nil, fmt.Errorf("the plugin answered %s, the native function %s", res.Structured, got.Structured)
+	}
+	lat = lat[:0]
+	for i := 0; i < 5*n; i++ {
+		t0 := time.Now()
+		if _, err := s.Call(ctx, e.tool, args); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	s.Close(ctx)
+	rows = append(rows, stats("wasm, warm instance", lat))
+
+	// A session's first call, pool of 2 ready: new session, call; the
+	// wait for the pool to refill is not timed.
+	pooled, err := newRuntime(tmp, 2)
+	if err != nil {
+		return nil, err
+	}
+	defer pooled.Close(ctx)
+	p, err := pooled.Plugin(e.tool.Plugin)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Warm(ctx); err != nil {
+		return nil, err
+	}
+	lat = lat[:0]
+	for i := 0; i < n; i++ {
+		waitInstances(pooled, uint64(2+i))
+		t0 := time.Now()
+		s := pooled.NewSession()
+		if _, err := s.Call(ctx, e.tool, args); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(t0))
+		s.Close(ctx)
+	}
+	if st := pooled.Stats(); st.PoolHits != uint64(n) {
+		return nil, fmt.Errorf("first calls: %d of %d served from the pool", st.PoolHits, n)
+	}
+	rows = append(rows, stats("wasm, session's first call (pool)", lat))
+
+	// A session's first call without a pool: instantiate, then call.
+	lat = lat[:0]
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		s := rt.NewSession()
+		if _, err := s.Call(ctx, e.tool, args); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(t0))
+		s.Close(ctx)
+	}
+	rows = append(rows, stats("wasm, session's first call (no pool)", lat))
+
+	// A fresh process per call.
+	lat = lat[:0]
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		cmd := exec.Command(e.cli)
+		cmd.Stdin = bytes.NewReader(args)
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("echo-cli: %w", err)
+		}
+		lat = append(lat, time.Since(t0))
+		if !bytes.Equal(out, want) {
+			return nil, fmt.Errorf("echo-cli answered %s, want %s", out, want)
+		}
+	}
+	rows = append(rows, stats("fresh process per call (executable)", lat))
+
+	native, warm := rows[0].Mean, rows[1].Mean
+	for i := range rows {
+		rows[i].VsNative = float64(rows[i].Mean) / float64(native)
+		rows[i].VsWarmWasm = float64(rows[i].Mean) / float64(warm)
+	}
+	return rows, nil
+}
+
+// waitInstances waits (10 s at most) until the runtime has made n
+// instances in all: the pool is full again.
+func waitInstances(h *wasm.Host, n uint64) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && h.Stats().Instantiations < n; {
+		time.Sleep(200 * time.Microsecond)
+	}
+}

@@ -1,0 +1,234 @@
+// Command bench measures Toolshed against its peers, every side in the
+// same run on the same data, and writes the report (docs/BENCHMARKS.md and
+// its charts):
+//
+//  1. search: Toolshed's keyword search against bleve (BM25, its English
+//     and CJK analyzers) and a naive BM25 on Seal-Tools, MetaTool and the
+//     Chinese set;
+//  2. context saved: tool-definition tokens per round with every tool
+//     always on against Toolshed's tiers, for catalogs of 10 to 4,076
+//     tools;
+//  3. plugin call cost: the same tool logic natively, in a warm wasm
+//     instance, as a session's first call, and as a process per call;
+//  4. scale: sessions per second, memory per session, and search latency
+//     from 100 to 100,000 tools;
+//  5. hot reload latency (the catalog package's own test).
+//
+// It lives in its own module so that the peers it compares against never
+// enter Toolshed's. Run it with `make bench` (or `go run .` here).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+type options struct {
+	evalDir  string // Seal-Tools and MetaTool
+	zhDir    string // the Chinese set
+	docs     string // where the report and charts go ("" : print only)
+	quick    bool   // small samples, for tests
+	only     map[string]bool
+	scaleMax int
+}
+
+// sections of the suite, in order.
+var sections = []string{"search", "context", "calls", "scale", "reload"}
+
+func (o options) runs(section string) bool { return len(o.only) == 0 || o.only[section] }
+
+func main() {
+	var o options
+	flag.StringVar(&o.evalDir, "eval", "../../shared/eval", "directory with seal-tools/ and metatool/ (tools.jsonl, queries.jsonl)")
+	flag.StringVar(&o.zhDir, "zh", "../search/testdata/zh-eval", "the Chinese evaluation set")
+	flag.StringVar(&o.docs, "docs", "../docs", "write BENCHMARKS.md and the charts here (empty: print the tables only)")
+	flag.BoolVar(&o.quick, "quick", false, "small samples (a smoke test, not for the report)")
+	only := flag.String("only", "", "run only these sections, comma-separated ("+strings.Join(sections, ", ")+"); implies -docs ''")
+	flag.IntVar(&o.scaleMax, "scale-max", 100_000, "largest synthetic catalog")
+	flag.Parse()
+	if *only != "" {
+		o.only, o.docs = map[string]bool{}, ""
+		for _, s := range strings.Split(*only, ",") {
+			if !slices.Contains(sections, s) {
+				fmt.Fprintf(os.Stderr, "bench: no section %q (%s)\n", s, strings.Join(sections, ", "))
+				os.Exit(2)
+			}
+			o.only[s] = true
+		}
+	}
+	if err := run(o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// results are every figure of one run.
+type results struct {
+	Machine  machine
+	Started  time.Time
+	Elapsed  time.Duration
+	Quick    bool
+	Search   []setResult
+	Context  []contextRow
+	Calls    []callRow
+	Through  []throughputRow
+	Memory   memoryRow
+	Scale    []scaleRow
+	Reload   reloadResult
+	EvalPath string
+}
+
+type setResult struct {
+	Name    string
+	Tools   int
+	Queries int
+	Rows    []quality // Toolshed first
+}
+
+func run(o options, out io.Writer) error {
+	r := &results{Started: time.Now(), Quick: o.quick, Machine: describeMachine()}
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	}
+	moduleDir, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "toolshed-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	// The data sets: all three for search; Seal-Tools for the rest.
+	sets := []struct {
+		name, dir string
+		zh        bool
+	}{
+		{"Seal-Tools", filepath.Join(o.evalDir, "seal-tools"), false},
+		{"MetaTool", filepath.Join(o.evalDir, "metatool"), false},
+		{"Chinese set", o.zhDir, true},
+	}
+	var data []*dataset
+	for _, s := range sets {
+		if s.name != "Seal-Tools" && !o.runs("search") {
+			continue
+		}
+		d, err := readDataset(s.name, s.dir, s.zh)
+		if err != nil {
+			return fmt.Errorf("%s: %w (set -eval DIR)", s.name, err)
+		}
+		data = append(data, d)
+	}
+	seal := data[0]
+
+	// 1. Search quality and speed.
+	if o.runs("search") {
+		for _, d := range data {
+			qs := d.Queries
+			if o.quick {
+				qs = sample(qs, 100)
+			}
+			sr := setResult{Name: d.Name, Tools: len(d.Tools), Queries: len(qs)}
+			for _, e := range []engineSpec{toolshedEngine(), bleveEngine(false), bleveEngine(true), baselineEngine()} {
+				logf("search: %s, %s", d.Name, e.name)
+				q, err := measure(e, d.Tools, qs, d.Chinese)
+				if err != nil {
+					return err
+				}
+				sr.Rows = append(sr.Rows, q)
+			}
+			r.Search = append(r.Search, sr)
+		}
+		printSearch(out, r.Search)
+	}
+
+	// 2. Context saved.
+	if o.runs("context") {
+		logf("context: tool-definition tokens")
+		sizes := []int{10, 50, 200, len(seal.Tools)}
+		for _, builtIns := range []bool{true, false} {
+			rows, err := contextSaved(seal, sizes, builtIns)
+			if err != nil {
+				return fmt.Errorf("context: %w", err)
+			}
+			r.Context = append(r.Context, rows...)
+		}
+		printContext(out, r.Context)
+	}
+
+	// 3. Plugin call cost.
+	var echo *echoPlugin
+	if o.runs("calls") || o.runs("scale") {
+		logf("calls: building the echo tool")
+		if echo, err = buildEcho(moduleDir, tmp); err != nil {
+			return err
+		}
+	}
+	if o.runs("calls") {
+		n := 400
+		if o.quick {
+			n = 40
+		}
+		logf("calls: %d calls each way", n)
+		if r.Calls, err = callCost(echo, tmp, n); err != nil {
+			return fmt.Errorf("calls: %w", err)
+		}
+		printCalls(out, r.Calls)
+	}
+
+	// 4. Scale.
+	if o.runs("scale") {
+		d := 10 * time.Second
+		if o.quick {
+			d = time.Second
+		}
+		for _, call := range []bool{false, true} {
+			logf("scale: sessions for %s (plugin call: %v)", d, call)
+			row, err := sessions(echo, tmp, seal, 2*runtime.GOMAXPROCS(0), d, call)
+			if err != nil {
+				return fmt.Errorf("sessions: %w", err)
+			}
+			r.Through = append(r.Through, row)
+		}
+		logf("scale: memory per session")
+		if r.Memory, err = sessionMemory(echo, tmp, 50); err != nil {
+			return fmt.Errorf("memory: %w", err)
+		}
+		scaleSizes := []int{100, 1_000, len(seal.Tools), 10_000, 30_000, 100_000}
+		scaleQueries := 400
+		if o.quick {
+			scaleSizes, scaleQueries = []int{100, len(seal.Tools), 10_000}, 50
+		}
+		var ss []int
+		for _, s := range scaleSizes {
+			if s <= o.scaleMax {
+				ss = append(ss, s)
+			}
+		}
+		engines := []engineSpec{toolshedEngine(), bleveEngine(false), baselineEngine()}
+		if r.Scale, err = scaleSearch(seal, ss, scaleQueries, engines, func(s string) { logf("%s", s) }); err != nil {
+			return fmt.Errorf("scale: %w", err)
+		}
+		printScale(out, r.Through, r.Memory, r.Scale)
+	}
+
+	// 5. Hot reload.
+	if o.runs("reload") {
+		logf("reload: go test ./host/catalog")
+		r.Reload = reloadLatency(filepath.Dir(moduleDir), 100)
+		printReload(out, r.Reload)
+	}
+	r.Elapsed = time.Since(r.Started)
+	if o.docs == "" {
+		return nil
+	}
+	return writeReport(o.docs, r)
+}
