@@ -119,7 +119,7 @@ func Defaults() map[string]any {
 		"server.max_body_bytes":   4 << 20,
 		"server.request_timeout":  "10m",
 		"server.shutdown_timeout": "30s",
-		"server.max_concurrent":   1024,
+		"server.max_concurrent":   256,
 		"log.level":               "info",
 		"log.format":              "text",
 	}
