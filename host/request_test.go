@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -120,5 +121,11 @@ func TestSessionDrivenSearch(t *testing.T) {
 	}
 	if res, _ := s2.Call(context.Background(), "textStats", `{"text":"x"}`); !res.IsError {
 		t.Fatal("an undiscovered tool ran")
+	}
+	// A front end's session is not held to the agent loop's search budget.
+	for i := 0; i < 12; i++ {
+		if _, rec := s2.Call(context.Background(), "tool_search", fmt.Sprintf(`{"query":"count words %d"}`, i)); rec.Path == "budget" {
+			t.Fatalf("search %d refused for budget", i+1)
+		}
 	}
 }

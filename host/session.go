@@ -26,6 +26,7 @@ type Session struct {
 	known      map[string]bool // discovered, by name
 	searches   map[string]string
 	nSearches  int
+	budget     int // searches allowed; negative: no limit
 	state      map[string]any
 }
 
@@ -48,11 +49,17 @@ func (s *Session) State(key string, init func() any) any {
 
 // NewSession starts a session outside the agent loop, for a front end that
 // drives tool calls itself (an MCP client): the catalog as it is now,
-// nothing discovered. Close it when the client goes.
-func (h *Host) NewSession() *Session { return h.newSession() }
+// nothing discovered. Its searches are not budgeted (the budget guards the
+// agent loop against a model that searches in circles; here the client
+// drives). Close it when the client goes.
+func (h *Host) NewSession() *Session {
+	s := h.newSession()
+	s.budget = -1
+	return s
+}
 
 func (h *Host) newSession() *Session {
-	s := &Session{host: h, snap: h.snapshot(), known: map[string]bool{}, searches: map[string]string{}}
+	s := &Session{host: h, snap: h.snapshot(), known: map[string]bool{}, searches: map[string]string{}, budget: h.opts.Search.Budget}
 	if h.runtime != nil {
 		s.wasm = h.runtime.NewSession()
 	}

@@ -192,12 +192,12 @@ func (s *Session) cachedOrOverBudget(p *PendingSearch) (Result, bool) {
 }
 
 func (s *Session) cachedOrOverBudgetLocked(p *PendingSearch) (Result, bool) {
-	budget := s.host.opts.Search.Budget
+	budget := s.budget
 	if text, ok := s.searches[p.key]; ok {
 		p.rec.Path = "cached"
 		return Result{Content: text}, true
 	}
-	if s.nSearches >= budget {
+	if budget >= 0 && s.nSearches >= budget {
 		p.rec.Path = "budget"
 		return Result{Content: fmt.Sprintf("search budget exhausted: this request already searched %d times. "+
 			"Work with the tools you have, or answer the user.", budget), IsError: true}, true
