@@ -213,7 +213,7 @@ func Load(src Source) (*Loaded, error) {
 }
 
 // loadEnv applies TOOLSHED_SECTION_KEY variables (TOOLSHED_SERVER_ADDR is
-// server.addr) and the aliases.
+// server.addr) and the aliases; empty variables count as unset.
 func loadEnv(ko *koanf.Koanf, env map[string]string, defaults map[string]any) error {
 	byEnv := map[string]string{}
 	for k := range defaults {
@@ -226,7 +226,7 @@ func loadEnv(ko *koanf.Koanf, env map[string]string, defaults map[string]any) er
 		}
 	}
 	for _, name := range names {
-		if !strings.HasPrefix(name, "TOOLSHED_") || envAliases[name] != "" || slices.Contains(envOther, name) {
+		if !strings.HasPrefix(name, "TOOLSHED_") || envAliases[name] != "" || slices.Contains(envOther, name) || env[name] == "" {
 			continue
 		}
 		key, ok := byEnv[name]
