@@ -10,17 +10,27 @@ import (
 
 // Buffers handed to the host stay referenced here so the garbage collector
 // keeps them: the request buffer until the call, the result until the next.
+// Both are reused from call to call (the ABI allows it), so a warm call
+// allocates neither; buffers over keepBytes are let go after use.
 var (
 	pending = map[uint32][]byte{}
+	spare   []byte // a request buffer no longer handed out
 	last    []byte
 )
+
+const keepBytes = 64 << 10
 
 //go:wasmexport toolshed_abi_version
 func exportVersion() uint32 { return abi.Version }
 
 //go:wasmexport toolshed_alloc
 func exportAlloc(size uint32) uint32 {
-	b := make([]byte, max(size, 1))
+	var b []byte
+	if size > 0 && int(size) <= cap(spare) {
+		b, spare = spare[:size], nil
+	} else {
+		b = make([]byte, max(size, 1))
+	}
 	p := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
 	pending[p] = b
 	return p
@@ -34,7 +44,13 @@ func exportCall(ptr, length uint32) uint64 {
 	if ok && int(length) <= len(buf) {
 		req = buf[:length]
 	}
-	last = Dispatch(req)
+	if cap(last) > keepBytes {
+		last = nil
+	}
+	last = dispatch(last, req)
+	if ok && cap(buf) <= keepBytes {
+		spare = buf
+	}
 	if len(last) == 0 {
 		return abi.Pack(0, 0)
 	}

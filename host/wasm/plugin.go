@@ -258,7 +258,9 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 }
 
 // take returns a fresh instance: from the pool when one is ready, else a
-// new one; either way the pool is topped up in the background.
+// new one. The caller tops the pool up (refill) once the call that needed
+// the instance is done, so that the instantiation in the background does
+// not compete with that call for a CPU.
 func (p *Plugin) take(ctx context.Context) (*instance, error) {
 	p.mu.Lock()
 	if p.closed {
@@ -276,10 +278,10 @@ func (p *Plugin) take(ctx context.Context) (*instance, error) {
 		p.host.stats.poolMisses.Add(1)
 		var err error
 		if in, err = p.instantiate(ctx); err != nil {
+			p.refill()
 			return nil, err
 		}
 	}
-	p.refill()
 	return in, nil
 }
 

@@ -43,6 +43,7 @@ func (s *Session) Call(ctx context.Context, tool *catalog.Tool, args json.RawMes
 	if err != nil {
 		return abi.Result{}, err
 	}
+	defer p.refill() // after the call: see take
 	res, err := in.invoke(ctx, tool.Name(), args)
 	if err != nil {
 		s.mu.Lock()
@@ -71,6 +72,7 @@ func (s *Session) Prepare(p *catalog.Plugin) {
 		if _, err := s.instance(context.Background(), pl); err != nil {
 			s.host.log.Debug("prepare failed", "plugin", pl.name, "error", err)
 		}
+		pl.refill()
 	}()
 }
 
