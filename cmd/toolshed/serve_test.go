@@ -360,6 +360,11 @@ func TestServeRefusesOpenListen(t *testing.T) {
 // TestServeDrains: shutdown lets a request in progress finish.
 func TestServeDrains(t *testing.T) {
 	s := startServe(t, &scripted.Model{Delay: 300 * time.Millisecond}, nil)
+	// Compile the plugin first: the drained request should be a typical one.
+	if _, err := s.client("").CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{
+		Messages: user(`use slugify with {"text":"warm"} to url-slug`)}); err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
