@@ -86,6 +86,26 @@ func addConfigFlags(fs *flag.FlagSet, names ...string) *cmdConfig {
 	return c
 }
 
+// loadCommand parses a command that takes no positional arguments and
+// loads its configuration; usage is the first line of its help.
+func loadCommand(name, usage string, flagNames []string, args []string, stderr io.Writer) (*config.Loaded, error) {
+	fs := newFlags(name, stderr)
+	cc := addConfigFlags(fs, flagNames...)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, usage)
+		fs.PrintDefaults()
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) > 0 {
+		fs.Usage()
+		return nil, errUsage
+	}
+	return cc.load()
+}
+
 // load reads the configuration: defaults < file < environment < the flags
 // given on this command line.
 func (c *cmdConfig) load() (*config.Loaded, error) {

@@ -188,21 +188,8 @@ var mcpFlagNames = []string{"plugins", "grants", "search-mode", "workspace", "sk
 // cmdMCP serves MCP over stdio until the client leaves: one session, the
 // catalog as it was at start. Only MCP goes to stdout; logs go to stderr.
 func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("mcp", stderr)
-	cc := addConfigFlags(fs, mcpFlagNames...)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed mcp [--config FILE] [--plugins DIR] [--search-mode MODE] [flags]\n\nServes MCP over stdio (for Claude Desktop, IDEs, agent frameworks).")
-		fs.PrintDefaults()
-	}
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		fs.Usage()
-		return errUsage
-	}
-	l, err := cc.load()
+	l, err := loadCommand("mcp", "usage: toolshed mcp [--config FILE] [--plugins DIR] [--search-mode MODE] [flags]\n\n"+
+		"Serves MCP over stdio (for Claude Desktop, IDEs, agent frameworks).", mcpFlagNames, args, stderr)
 	if err != nil {
 		return err
 	}

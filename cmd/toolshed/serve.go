@@ -539,21 +539,8 @@ var serveFlagNames = []string{"addr", "plugins", "grants", "watch", "poll", "ope
 	"search-mode", "search-model", "max-rounds", "workspace", "skills", "shell", "no-time", "no-todo", "log-format", "log-level"}
 
 func cmdServe(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", stderr)
-	cc := addConfigFlags(fs, serveFlagNames...)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed serve [--config FILE] [--addr HOST:PORT] [--plugins DIR] [--base-url URL] [flags]")
-		fs.PrintDefaults()
-	}
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		fs.Usage()
-		return errUsage
-	}
-	l, err := cc.load()
+	l, err := loadCommand("serve", "usage: toolshed serve [--config FILE] [--addr HOST:PORT] [--plugins DIR] [--base-url URL] [flags]",
+		serveFlagNames, args, stderr)
 	if err != nil {
 		return err
 	}
