@@ -159,7 +159,7 @@ func TestMCPSampling(t *testing.T) {
 func TestMCPOverStdio(t *testing.T) {
 	dir, _ := textkitDir(t)
 	runCLI("plugins", "pin", filepath.Join(dir, "textkit.json"))
-	t.Setenv("TOOLSHED_PLUGINS_CACHE_DIR", "off")
+	t.Setenv("TOOLSHED_PLUGINS_CACHE_DIR", testCacheDir)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	stdin = inR

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -23,6 +24,22 @@ import (
 	"github.com/toolshed/toolshed/internal/config"
 	"github.com/toolshed/toolshed/internal/scripted"
 )
+
+// testCacheDir is the compilation cache the tests of this package share,
+// so each test binary compiles a plugin once (slow under the race
+// detector).
+var testCacheDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "toolshed-test-cache-")
+	if err != nil {
+		panic(err)
+	}
+	testCacheDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 // served is toolshed serve on 127.0.0.1 over the textkit plugin, with the
 // scripted model as its upstream, also on 127.0.0.1.
@@ -40,7 +57,7 @@ func startServe(t testing.TB, model *scripted.Model, flags map[string]string) *s
 	up := httptest.NewServer(model)
 	t.Cleanup(up.Close)
 	all := map[string]string{"model.base_url": up.URL + "/v1", "model.name": "scripted", "plugins.dir": dir,
-		"plugins.cache_dir": "off", "agent.time": "false", "agent.todo": "false", "model.retries": "0"}
+		"plugins.cache_dir": testCacheDir, "agent.time": "false", "agent.todo": "false", "model.retries": "0"}
 	for k, v := range flags {
 		all[k] = v
 	}
