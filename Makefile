@@ -7,7 +7,7 @@ EVAL      ?= ../shared/eval
 # Packages with concurrent code run under the race detector.
 RACE_PKGS := ./search/... ./host/... ./sdk/...
 
-.PHONY: all build plugins test vet race bench bench-test bench-go bench-runtime eval fuzz clean run
+.PHONY: all build plugins test vet race bench bench-test bench-go bench-runtime bench-serve eval fuzz clean run
 
 all: build plugins
 
@@ -30,6 +30,8 @@ vet:
 
 race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test -race -count=1 ./internal/config/
+	$(GO) test -race -count=1 -run 'TestChatCompletions|TestMCP|TestServeModels|TestServeRefusesBad|TestServeDrains' ./cmd/toolshed/
 
 test: build plugins vet
 	$(GO) test -count=1 ./...
@@ -65,6 +67,10 @@ bench-runtime:
 	$(GO) test -count=1 -run '^TestChartReport$$' -v ./plugins/chart -args -report
 	$(GO) test -count=1 -run '^TestReloadLatency$$' -v ./host/catalog -args -drops 100
 	$(GO) test -count=1 -run '^TestReloadMemoryFlat$$' -v ./host/wasm -args -cycles 1000
+
+# toolshed serve under load: 500 concurrent chat completions (docs/SERVING.md).
+bench-serve:
+	$(GO) test -count=1 -run '^TestServeLoad$$' -v ./cmd/toolshed/ -args -load-n 500
 
 eval: build
 	@for set in seal-tools metatool; do \
