@@ -48,9 +48,10 @@ type plan struct {
 }
 
 type field struct {
-	name   string
-	offset uintptr
-	plan   *plan
+	name      string
+	offset    uintptr
+	plan      *plan
+	omitEmpty bool // encoding only
 }
 
 var (

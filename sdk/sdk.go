@@ -59,11 +59,15 @@ func Text(format string, args ...any) Result {
 }
 
 // JSON returns a result whose content is v in compact JSON and whose
-// structured part is v (encoded once).
+// structured part is v (encoded once), as encoding/json.Marshal encodes it
+// (plain structs take a faster path with the same output: encode.go).
 func JSON(v any) Result {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return Errorf("cannot encode result: %v", err)
+	b, ok := marshalFast(v)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return Errorf("cannot encode result: %v", err)
+		}
 	}
 	return Result{Content: string(b), Structured: json.RawMessage(b)}
 }
