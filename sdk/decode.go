@@ -73,7 +73,7 @@ func buildPlan(t reflect.Type, depth int) *plan {
 	if depth > 16 {
 		return nil // recursive or absurdly deep types: encoding/json
 	}
-	if pt := reflect.PointerTo(t); pt.Implements(jsonUnmarshaler) || pt.Implements(textUnmarshaler) || t == jsonNumber {
+	if pt := reflect.PointerTo(t); hasMethods(t) && (pt.Implements(jsonUnmarshaler) || pt.Implements(textUnmarshaler)) || t == jsonNumber {
 		return nil
 	}
 	p := &plan{typ: t}
@@ -143,6 +143,11 @@ func buildPlan(t reflect.Type, depth int) *plan {
 	}
 	return p
 }
+
+// hasMethods reports whether T or *T has exported methods (only then can
+// it implement a marshaler); cheaper than Implements, which matters when
+// a plan is built inside a call.
+func hasMethods(t reflect.Type) bool { return reflect.PointerTo(t).NumMethod() > 0 }
 
 // plainName: ASCII letters, digits, '_' and '-' only.
 func plainName(s string) bool {

@@ -44,9 +44,8 @@ func encPlanFor(t reflect.Type) *plan {
 }
 
 func buildEnc(t reflect.Type, depth int) *plan {
-	if depth > 16 || t.Implements(jsonMarshaler) || t.Implements(textMarshaler) ||
-		reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler) || t == jsonNumber {
-		return nil
+	if depth > 16 || hasMethods(t) && (reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler)) || t == jsonNumber {
+		return nil // (*T's method set holds T's)
 	}
 	p := &plan{typ: t}
 	switch t.Kind() {

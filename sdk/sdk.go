@@ -118,6 +118,7 @@ func Handle[A any](tool string, fn func(args A) (Result, error)) {
 	decode(warm)
 	var a A
 	json.Unmarshal(warm, &a)
+	encPlanFor(reflect.TypeFor[A]()) // tools often return (part of) their arguments
 	handlers[tool] = func(raw json.RawMessage) (Result, error) {
 		args, err := decode(raw)
 		if err != nil {

@@ -191,9 +191,36 @@ type instance struct {
 	stdout *lineLog
 	stderr *lineLog
 
-	mu    sync.Mutex // serialises calls
-	dead  bool
-	reply []byte // pending host_call reply
+	mu     sync.Mutex // serialises calls
+	dead   bool
+	reply  []byte // pending host_call reply
+	reqBuf []byte // the last request, reused (under mu)
+}
+
+// request encodes the ABI request into the instance's buffer: the JSON of
+// abi.Request, with the arguments compacted (json.Compact also checks
+// they are one JSON value) but not HTML-escaped, so that the plugin gets
+// them as the model sent them and the SDK's fast decoder can take them.
+func (in *instance) request(tool string, args json.RawMessage) ([]byte, error) {
+	name, err := json.Marshal(tool)
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	b := append(in.reqBuf[:0], `{"tool":`...)
+	b = append(b, name...)
+	b = append(b, `,"arguments":`...)
+	buf := bytes.NewBuffer(b)
+	if err := json.Compact(buf, args); err != nil {
+		return nil, err
+	}
+	b = append(buf.Bytes(), '}')
+	if cap(b) <= 64<<10 {
+		in.reqBuf = b
+	}
+	return b, nil
 }
 
 func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
@@ -388,10 +415,7 @@ func (in *instance) invoke(ctx context.Context, tool string, args json.RawMessag
 	if in.dead || in.mod.IsClosed() {
 		return abi.Result{}, &CallError{Plugin: p.name, Tool: tool, Err: ErrDiscarded}
 	}
-	if len(args) == 0 {
-		args = json.RawMessage(`{}`)
-	}
-	req, err := json.Marshal(abi.Request{Tool: tool, Arguments: args})
+	req, err := in.request(tool, args)
 	if err != nil {
 		return abi.Result{}, fmt.Errorf("plugin %q: tool %q: encode request: %w", p.name, tool, err)
 	}
