@@ -169,19 +169,27 @@ func callCost(e *echoPlugin, tmp string, n int) ([]callRow, error) {
 	if err := p.Warm(ctx); err != nil {
 		return nil, err
 	}
+	// The pool refills in the background after each take: wait until the
+	// instance taken last has been replaced (and a moment for it to be
+	// pooled), and keep only calls the pool served.
 	lat = lat[:0]
-	for i := 0; i < n; i++ {
-		waitInstances(pooled, uint64(2+i))
+	for tries := 0; len(lat) < n; tries++ {
+		if tries >= 2*n {
+			return nil, fmt.Errorf("first calls: only %d of %d tries were served from the pool", len(lat), tries)
+		}
+		waitInstances(pooled, pooled.Stats().PoolHits+pooled.Stats().PoolMisses+2)
+		time.Sleep(2 * time.Millisecond)
+		before := pooled.Stats().PoolMisses
 		t0 := time.Now()
 		s := pooled.NewSession()
 		if _, err := s.Call(ctx, e.tool, args); err != nil {
 			return nil, err
 		}
-		lat = append(lat, time.Since(t0))
+		d := time.Since(t0)
 		s.Close(ctx)
-	}
-	if st := pooled.Stats(); st.PoolHits != uint64(n) {
-		return nil, fmt.Errorf("first calls: %d of %d served from the pool", st.PoolHits, n)
+		if pooled.Stats().PoolMisses == before {
+			lat = append(lat, d)
+		}
 	}
 	rows = append(rows, stats("wasm, session's first call (pool)", lat))
 

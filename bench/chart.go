@@ -19,8 +19,8 @@ type series struct {
 }
 
 const (
-	chartW, chartH             = 720, 420
-	padL, padR, padT, padB     = 80, 190, 50, 60
+	chartW, chartH             = 760, 420
+	padL, padR, padT, padB     = 80, 210, 50, 60
 	plotW, plotH               = chartW - padL - padR, chartH - padT - padB
 	fontAttrs                  = `font-family="sans-serif" font-size="12"`
 	gridColor, axisColor       = "#ddd", "#333"

@@ -115,10 +115,16 @@ func reading(r *results, vs []searchVerdict) string {
 	// Scale.
 	if len(r.Through) == 2 {
 		so, sc := r.Through[0], r.Through[1]
-		p("**Scale.** With %d workers on %d cores, search alone sustains %.0f sessions/s; with one plugin\n", sc.Workers, r.Machine.GOMAXPROCS, so.PerSecond)
+		p("**Scale.** With %d workers on %d cores, search alone sustains %s sessions/s; with one plugin\n", sc.Workers, r.Machine.GOMAXPROCS, thousands(int(so.PerSecond)))
 		p("call each, %.0f sessions/s (%.0f%% of first calls served from the pool). Each session's fresh\n", sc.PerSecond, 100*sc.PoolHitRate)
 		p("instance is the limit: under sustained load the pool of 2 is emptied faster than it refills,\n")
-		p("and every miss instantiates a Go reactor. A live session holding an instance costs\n")
+		p("and every miss instantiates a Go reactor")
+		if len(r.Calls) >= 4 {
+			p(" (%s at the median for a first call without a pool, table 3)", fmtDur(r.Calls[3].P50))
+		}
+		p(", CPU work that a bigger pool would only move, not remove; a smaller module (a language other\n")
+		p("than Go) or reusing an instance across sessions after resetting it would. A live session\n")
+		p("holding an instance costs\n")
 		p("%s of Go heap (%s resident). ", mib(r.Memory.HeapPerSession), mibOr(r.Memory.RSSPerSession))
 	}
 	if len(r.Scale) > 0 {
@@ -143,10 +149,12 @@ func reading(r *results, vs []searchVerdict) string {
 			}
 		}
 		if len(lose) > 0 {
-			p("**On the recombined catalogs bleve's recall@5 is higher at %s**: each\n", strings.Join(lose, ", "))
-			p("recombined tool carries a real tool's whole name, and Toolshed's heavy name weight and\n")
-			p("identifier splitting then favour the near-duplicates, where bleve ignores the unsplit names.\n")
-			p("Real catalogs have fewer such twins, but it shows the name weight's cost.\n\n")
+			p("**On the recombined catalogs bleve's recall@5 is higher at %s**. A\n", strings.Join(lose, ", "))
+			p("recombined tool is twice as long as a real one (two descriptions, two parameter lists) and so\n")
+			p("matches more of a long request's words; bleve normalises length hard (b 0.75 over one field),\n")
+			p("Toolshed more gently (b from 0.3 on names to 0.75 on descriptions), so more of the long\n")
+			p("near-duplicates get past it. Stronger length normalisation wins here and on Seal-Tools but\n")
+			p("loses on MetaTool's short blurbs, so the weights stay a trade-off (docs/SEARCH.md).\n\n")
 		} else {
 			p("Recall falls for every engine as the near-duplicates crowd in; Toolshed stays ahead.\n\n")
 		}

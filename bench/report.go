@@ -175,7 +175,7 @@ func throughputTable(rows []throughputRow) table {
 		if r.PoolHitRate >= 0 {
 			hits = fmt.Sprintf("%.0f%%", 100*r.PoolHitRate)
 		}
-		t.add(r.What, fmt.Sprint(r.Workers), thousands(r.Sessions), fmt.Sprintf("%.0f", r.PerSecond), fmtDur(r.P50), fmtDur(r.P99), hits)
+		t.add(r.What, fmt.Sprint(r.Workers), thousands(r.Sessions), thousands(int(math.Round(r.PerSecond))), fmtDur(r.P50), fmtDur(r.P99), hits)
 	}
 	return t
 }
@@ -285,7 +285,7 @@ func scaleChart(rows []scaleRow) string {
 		}
 		ss[i].Points = append(ss[i].Points, point{float64(r.Tools), float64(r.P50) / 1e3})
 	}
-	return logLogChart("Search p50 latency vs catalog size", "tools in the catalog", "p50 per query (µs)", ss, func(v float64) string {
+	return logLogChart("Search p50 latency vs catalog size", "tools in the catalog", "p50 per query", ss, func(v float64) string {
 		if v >= 1000 {
 			return fmt.Sprintf("%g ms", v/1000)
 		}
@@ -304,13 +304,13 @@ func markdown(r *results) string {
 	p("machine is shared with other work and noisy: compare figures within one run, and read the\n")
 	p("ratios rather than the absolute times.\n\n")
 	p("| | |\n|---|---|\n")
-	p("| date | %s (the run took %s) |\n", r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Elapsed.Round(time.Second))
+	p("| date | %s |\n", r.Started.UTC().Format("2006-01-02 15:04 MST"))
 	p("| machine | %s, %d CPUs (GOMAXPROCS %d), %s RAM, %s |\n", m.CPU, m.CPUs, m.GOMAXPROCS, m.MemTotal, m.OS)
 	p("| software | %s; bleve %s; wazero %s; gse %s |\n\n", m.Go, m.Bleve, m.Wazero, m.Gse)
 	if r.Quick {
 		p("**This is a -quick smoke run with small samples: not for quoting.**\n\n")
 	}
-	p("Reproduce everything (about 10 minutes on 2 cores):\n\n")
+	p("Reproduce everything (this run took %s):\n\n", r.Elapsed.Round(time.Second))
 	p("```sh\nmake bench                     # EVAL=DIR if the public sets are not in ../shared/eval\n")
 	p("cd bench && go run . -eval ../../shared/eval -docs ''   # the same, printing the tables only\n```\n\n")
 	p("Sections can be run alone with `-only` (`search`, `context`, `calls`, `scale`, `reload`;\n")
@@ -336,6 +336,9 @@ func markdown(r *results) string {
 			always = "no built-ins"
 		}
 		st.add(fmt.Sprintf("tool-definition tokens, %s tools, %s", thousands(c.Tools), always), "≥ 90% fewer per round", fmt.Sprintf("%.1f%% fewer after discovery (%.1f%% over the request)", c.SavedPct, c.Request2R), yes(c.SavedPct >= 90))
+	}
+	if r.Reload.P50 > 0 {
+		st.add("hot reload, drop to searchable", "p50 < 300 ms", fmt.Sprintf("p50 %s, max %s over %d drops", fmtDur(r.Reload.P50), fmtDur(r.Reload.Max), r.Reload.Drops), yes(r.Reload.P50 < 300*time.Millisecond))
 	}
 	b.WriteString(st.md())
 	p("\n")
@@ -409,8 +412,8 @@ func markdown(r *results) string {
 
 	// 4.
 	p("## 4. Scale\n\n")
-	p("**Sessions per second.** Concurrent workers (2 per core) run sessions back to back for a fixed\n")
-	p("time: search the Seal-Tools index (4,076 tools) with the next Seal-Tools query, then open a plugin\n")
+	p("**Sessions per second.** %d concurrent workers (2 per core) run sessions back to back for\n", r.Through[0].Workers)
+	p("%s each: search the Seal-Tools index (4,076 tools) with the next Seal-Tools query, then open a plugin\n", fmtDur(r.Through[0].Duration))
 	p("session, call the echo tool once and close it (the Seal-Tools tools have no code, so every session\n")
 	p("calls echo). A session's first call takes a pooled instance when one is ready, else instantiates.\n\n")
 	b.WriteString(throughputTable(r.Through).md())

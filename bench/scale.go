@@ -125,6 +125,7 @@ func sample(qs []query, n int) []query {
 // throughputRow is sessions per second for one kind of session.
 type throughputRow struct {
 	What        string
+	Duration    time.Duration
 	Workers     int
 	Sessions    int
 	PerSecond   float64
@@ -204,7 +205,7 @@ func sessions(e *echoPlugin, tmp string, seal *dataset, workers int, d time.Dura
 	if call {
 		what = "search + one plugin call"
 	}
-	row := throughputRow{What: what, Workers: workers, Sessions: len(all), PerSecond: float64(len(all)) / elapsed.Seconds(), P50: st.P50, P99: st.P99, PoolHitRate: -1}
+	row := throughputRow{What: what, Duration: elapsed, Workers: workers, Sessions: len(all), PerSecond: float64(len(all)) / elapsed.Seconds(), P50: st.P50, P99: st.P99, PoolHitRate: -1}
 	if call {
 		s := rt.Stats()
 		row.PoolHitRate = float64(s.PoolHits) / float64(s.PoolHits+s.PoolMisses)
