@@ -56,6 +56,7 @@ func nativeEcho(raw []byte) []byte {
 type fixture struct {
 	snap  *catalog.Snapshot
 	echo  *catalog.Tool
+	wrap  *catalog.Tool
 	spin  *catalog.Tool
 	code  []byte
 	cache string
@@ -73,6 +74,7 @@ func newFixture(tb testing.TB) *fixture {
 	man := `{"name": "benchkit", "version": "1.0.0", "abi_version": 1, "wasm": "benchkit.wasm", "sha256": "` + hex.EncodeToString(sum[:]) + `",
 	  "limits": {"timeout_ms": 60000},
 	  "tools": [{"name": "echo", "description": "echo", "parameters": {"type": "object"}},
+	            {"name": "wrap", "description": "wrap", "parameters": {"type": "object"}},
 	            {"name": "spin", "description": "spin", "parameters": {"type": "object"}}]}`
 	os.WriteFile(filepath.Join(dir, "benchkit.json"), []byte(man), 0o644)
 	os.WriteFile(filepath.Join(dir, "benchkit.wasm"), code, 0o644)
@@ -82,6 +84,7 @@ func newFixture(tb testing.TB) *fixture {
 	}
 	f := &fixture{snap: snap, code: code, cache: filepath.Join(tb.TempDir(), "cache")}
 	f.echo, _ = snap.Tool("echo")
+	f.wrap, _ = snap.Tool("wrap")
 	f.spin, _ = snap.Tool("spin")
 	return f
 }
@@ -320,6 +323,27 @@ func childCompile(t *testing.T, cache string) time.Duration {
 	return 0
 }
 
+// firstCalls times n sessions' first call of tool with a warm pool, sorted.
+func firstCalls(t *testing.T, f *fixture, tool *catalog.Tool, n int) []time.Duration {
+	h := f.host(t, f.cache, 2)
+	defer h.Close(context.Background())
+	p, _ := h.Plugin(tool.Plugin)
+	p.Warm(context.Background())
+	var lat []time.Duration
+	for i := 0; i < n; i++ {
+		waitPool(p, 2)
+		s := h.NewSession()
+		start := time.Now()
+		if _, err := s.Call(context.Background(), tool, json.RawMessage(echoArgs)); err != nil {
+			t.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+		s.Close(context.Background())
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat
+}
+
 // TestRuntimeReport prints every runtime figure of one run, with ratios.
 func TestRuntimeReport(t *testing.T) {
 	if !*report {
@@ -343,23 +367,11 @@ func TestRuntimeReport(t *testing.T) {
 	spinPlain := per(func(b *testing.B) { benchSpin(b, false) })
 	heapMiB, linearMiB := memoryPerInstance(t, f, 20)
 
-	// First-call percentiles with the pool, over many sessions.
-	h := f.host(t, f.cache, 2)
-	p, _ := h.Plugin(f.echo.Plugin)
-	p.Warm(context.Background())
-	var lat []time.Duration
-	for i := 0; i < 200; i++ {
-		waitPool(p, 2)
-		s := h.NewSession()
-		start := time.Now()
-		if _, err := s.Call(context.Background(), f.echo, json.RawMessage(echoArgs)); err != nil {
-			t.Fatal(err)
-		}
-		lat = append(lat, time.Since(start))
-		s.Close(context.Background())
-	}
-	h.Close(context.Background())
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	// First-call percentiles with the pool, over many sessions: echo, whose
+	// result has its arguments' type (the SDK prepares that type's encoder
+	// at registration), and wrap, whose result type is met on the call.
+	lat := firstCalls(t, f, f.echo, 200)
+	latWrap := firstCalls(t, f, f.wrap, 200)
 
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -370,6 +382,7 @@ func TestRuntimeReport(t *testing.T) {
 	fmt.Fprintf(tw, "session's first call, no pool\t%s\t\n", firstNoPool.Round(time.Microsecond))
 	fmt.Fprintf(tw, "session's first call, warm pool (mean)\t%s\t%.0f× faster than without\n", firstPool.Round(time.Microsecond), float64(firstNoPool)/float64(firstPool))
 	fmt.Fprintf(tw, "session's first call, warm pool (p50 / p99 of 200)\t%s / %s\t\n", lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond))
+	fmt.Fprintf(tw, "  the same, result of a type not prepared (wrap)\t%s / %s\t\n", latWrap[len(latWrap)/2].Round(time.Microsecond), latWrap[len(latWrap)*99/100].Round(time.Microsecond))
 	fmt.Fprintf(tw, "warm call, ~100-byte JSON round trip\t%s\t\n", warm.Round(100*time.Nanosecond))
 	fmt.Fprintf(tw, "same logic as a native Go function\t%s\toverhead %s per call (%.0f×)\n", native.Round(100*time.Nanosecond), (warm - native).Round(100*time.Nanosecond), float64(warm)/float64(native))
 	fmt.Fprintf(tw, "warm call without WithCloseOnContextDone (not used)\t%s\tWithCloseOnContextDone costs %+.0f%%\n", warmPlain.Round(100*time.Nanosecond), 100*(float64(warm)/float64(warmPlain)-1))

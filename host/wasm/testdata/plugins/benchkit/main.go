@@ -11,6 +11,13 @@ type Echo struct {
 	Tags  []string `json:"tags"`
 }
 
+// Wrapped is a result of another type than the arguments: its encoder is
+// not prepared at registration, so a first call pays for it.
+type Wrapped struct {
+	Echo  Echo `json:"echo"`
+	Words int  `json:"words"`
+}
+
 type spinArgs struct {
 	N int `json:"n"`
 }
@@ -27,6 +34,7 @@ func Spin(n int) uint64 {
 
 func init() {
 	sdk.Handle("echo", func(a Echo) (sdk.Result, error) { return sdk.JSON(a), nil })
+	sdk.Handle("wrap", func(a Echo) (sdk.Result, error) { return sdk.JSON(Wrapped{Echo: a, Words: len(a.Tags)}), nil })
 	sdk.Handle("spin", func(a spinArgs) (sdk.Result, error) { return sdk.JSON(Spin(a.N)), nil })
 }
 
