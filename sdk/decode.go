@@ -206,9 +206,12 @@ func (s *scanner) value(p *plan, ptr unsafe.Pointer) bool {
 		if !ok {
 			return false
 		}
-		n, err := strconv.ParseInt(lit, 10, p.bits)
-		if err != nil {
-			return false
+		n, ok := smallInt(lit, p.bits)
+		if !ok {
+			var err error
+			if n, err = strconv.ParseInt(lit, 10, p.bits); err != nil {
+				return false
+			}
 		}
 		switch p.bits {
 		case 8:
@@ -265,11 +268,12 @@ func (s *scanner) value(p *plan, ptr unsafe.Pointer) bool {
 				if s.peek() != '"' {
 					return false
 				}
-				var v string
-				if !s.value(p.elem, unsafe.Pointer(&v)) {
+				start := s.i + 1
+				body, esc, wide, ok := s.str()
+				if !ok || esc || wide && !utf8.Valid(body) {
 					return false
 				}
-				out = append(out, v)
+				out = append(out, s.text[start:start+len(body)])
 				if s.eat(']') {
 					break
 				}
@@ -355,6 +359,37 @@ func (s *scanner) value(p *plan, ptr unsafe.Pointer) bool {
 		return false
 	}
 	return true
+}
+
+// smallInt converts a literal of at most 18 digits with an optional '-'
+// and nothing else, as strconv.ParseInt would; ok is false for anything
+// else (strconv.ParseInt decides then).
+func smallInt(lit string, size int) (int64, bool) {
+	neg := len(lit) > 0 && lit[0] == '-'
+	digits := lit
+	if neg {
+		digits = lit[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(digits); i++ {
+		c := digits[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	if size < 64 { // 18 digits always fit 64 bits
+		if lim := int64(1) << (size - 1); n < -lim || n > lim-1 {
+			return 0, false
+		}
+	}
+	return n, true
 }
 
 // numText scans a number and returns its literal out of s.text (no

@@ -3,6 +3,7 @@ package sdk
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"testing"
 	"unsafe"
 )
@@ -168,4 +169,17 @@ func FuzzRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestSmallInt(t *testing.T) {
+	for _, lit := range []string{"0", "-0", "7", "-128", "127", "128", "-129", "32767", "-32768", "2147483647", "2147483648",
+		"-2147483649", "999999999999999999", "-999999999999999999", "1000000000000000000", "", "-", "1.5", "1e3", "12a"} {
+		for _, size := range []int{8, 16, 32, 64} {
+			n, ok := smallInt(lit, size)
+			want, err := strconv.ParseInt(lit, 10, size)
+			if ok && (err != nil || n != want) {
+				t.Errorf("smallInt(%q, %d) = %d; strconv: %d, %v", lit, size, n, want, err)
+			}
+		}
+	}
 }
