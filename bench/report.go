@@ -337,6 +337,16 @@ func markdown(r *results) string {
 		}
 		st.add(fmt.Sprintf("tool-definition tokens, %s tools, %s", thousands(c.Tools), always), "≥ 90% fewer per round", fmt.Sprintf("%.1f%% fewer after discovery (%.1f%% over the request)", c.SavedPct, c.Request2R), yes(c.SavedPct >= 90))
 	}
+	if len(r.Calls) >= 5 {
+		st.add("plugin call, warm wasm instance", "none set", fmt.Sprintf("%s the native function's mean; a process per call %s the warm call's", ratio(r.Calls[1].VsNative), ratio(r.Calls[4].VsWarmWasm)), "—")
+	}
+	if len(r.Through) == 2 {
+		st.add("sessions/s, search + one plugin call, 2 cores", "none set", fmt.Sprintf("%s/s (search alone %s/s)", thousands(int(math.Round(r.Through[1].PerSecond))), thousands(int(math.Round(r.Through[0].PerSecond)))), "—")
+	}
+	if len(r.Scale) > 0 {
+		lt, lb := scaleFor(r.Scale, "Toolshed", false), scaleFor(r.Scale, "bleve (_all)", false)
+		st.add(fmt.Sprintf("search p50 at %s tools", thousands(lt.Tools)), "none set", fmt.Sprintf("%s (bleve %s, %s)", fmtDur(lt.P50), fmtDur(lb.P50), ratio(float64(lb.P50)/float64(lt.P50))), "—")
+	}
 	if r.Reload.P50 > 0 {
 		st.add("hot reload, drop to searchable", "p50 < 300 ms", fmt.Sprintf("p50 %s, max %s over %d drops", fmtDur(r.Reload.P50), fmtDur(r.Reload.Max), r.Reload.Drops), yes(r.Reload.P50 < 300*time.Millisecond))
 	}
