@@ -19,12 +19,13 @@ type Session struct {
 	host   *Host
 	mu     sync.Mutex
 	insts  map[*Plugin]*instance
+	taking map[*Plugin]chan struct{} // first uses in progress
 	closed bool
 }
 
 // NewSession starts a session.
 func (h *Host) NewSession() *Session {
-	return &Session{host: h, insts: map[*Plugin]*instance{}}
+	return &Session{host: h, insts: map[*Plugin]*instance{}, taking: map[*Plugin]chan struct{}{}}
 }
 
 // Call runs a deferred tool. Arguments that do not match the tool's schema
@@ -76,30 +77,45 @@ func (s *Session) Prepare(p *catalog.Plugin) {
 	}()
 }
 
+// instance returns the session's instance of p, taking a fresh one on
+// first use. Concurrent first uses (a Prepare and the call it prepared
+// for) wait for one take instead of instantiating twice.
 func (s *Session) instance(ctx context.Context, p *Plugin) (*instance, error) {
-	s.mu.Lock()
-	if s.closed {
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, errors.New("wasm: session is closed")
+		}
+		if in, ok := s.insts[p]; ok {
+			s.mu.Unlock()
+			return in, nil
+		}
+		wait, busy := s.taking[p]
+		if !busy {
+			break // this caller takes; s.mu is held
+		}
 		s.mu.Unlock()
-		return nil, errors.New("wasm: session is closed")
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	if in, ok := s.insts[p]; ok {
-		s.mu.Unlock()
-		return in, nil
-	}
+	done := make(chan struct{})
+	s.taking[p] = done
 	s.mu.Unlock()
 	in, err := p.take(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.taking, p)
+	close(done)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
 		in.close(context.Background())
 		return nil, errors.New("wasm: session is closed")
-	}
-	if other, ok := s.insts[p]; ok { // a concurrent first call won
-		in.close(context.Background())
-		return other, nil
 	}
 	s.insts[p] = in
 	return in, nil
