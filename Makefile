@@ -84,6 +84,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./host/manifest
 	$(GO) test -run '^$$' -fuzz FuzzAnalyzer -fuzztime 30s ./search/internal/text
 	$(GO) test -run '^$$' -fuzz FuzzAppendString -fuzztime 30s ./sdk
+	$(GO) test -run '^$$' -fuzz FuzzDecodeFast -fuzztime 30s ./sdk
+	$(GO) test -run '^$$' -fuzz FuzzEncodeFast -fuzztime 30s ./sdk
+	$(GO) test -run '^$$' -fuzz FuzzRequest -fuzztime 30s ./sdk
 	$(GO) test -run '^$$' -fuzz FuzzGate -fuzztime 30s ./host/sqlcap
 	$(GO) test -run '^$$' -fuzz FuzzEval -fuzztime 30s ./plugins/calculate
 
