@@ -70,3 +70,17 @@ func BenchmarkSegmenterLoad(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkZhQueryToolshed: the Chinese set's queries (57 tools).
+func BenchmarkZhQueryToolshed(b *testing.B) {
+	dir := filepath.Join("..", "..", "search", "testdata", "zh-eval")
+	tools, err := ReadTools(filepath.Join(dir, "tools.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	qs, err := ReadQueries(filepath.Join(dir, "queries.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchQueries(b, func() (Searcher, error) { return BuildToolshed(tools, nil) }, qs)
+}
