@@ -408,3 +408,23 @@ func TestServeDrains(t *testing.T) {
 		t.Fatal("still accepting after shutdown")
 	}
 }
+
+// TestServeWithoutUpstream: with no model configured the agent endpoints
+// say what to set, and the rest (catalog, MCP) works.
+func TestServeWithoutUpstream(t *testing.T) {
+	s := startServe(t, &scripted.Model{}, map[string]string{"model.base_url": ""})
+	resp, body := postJSON(t, s.url+"/v1/chat/completions", "", `{"messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 503 || !strings.Contains(body, "model.base_url") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	r, err := http.Get(s.url + "/v1/models")
+	if err != nil || r.StatusCode != 503 {
+		t.Fatalf("models: %v %v", r, err)
+	}
+	r.Body.Close()
+	r, err = http.Get(s.url + "/v1/search?q=slug")
+	if err != nil || r.StatusCode != 200 {
+		t.Fatalf("search: %v %v", r, err)
+	}
+	r.Body.Close()
+}
