@@ -437,7 +437,7 @@ func completionError(err error) (int, string) {
 func (s *server) streamCompletion(ctx context.Context, w http.ResponseWriter, id string, req openai.ChatCompletionRequest) (*host.Response, error) {
 	rc := http.NewResponseController(w)
 	created := time.Now().Unix()
-	started := false
+	started, roleSent := false, false
 	model := req.Model
 	if model == "" {
 		model = s.agent.host.Model()
@@ -463,14 +463,17 @@ func (s *server) streamCompletion(ctx context.Context, w http.ResponseWriter, id
 		rc.Flush()
 	}
 	delta := func(m chatMessage, finish *string) {
+		if !roleSent { // the first chunk names the role, as OpenAI's do
+			roleSent = true
+			if m.Role == "" {
+				send(chatResponse{Choices: []chatChoice{{Delta: &chatMessage{Role: "assistant", Content: ptr("")}}}})
+			}
+		}
 		send(chatResponse{Choices: []chatChoice{{Delta: &m, FinishReason: finish}}})
 	}
 	resp, err := s.agent.host.RunRequest(ctx, req, func(e host.Event) {
 		switch e.Kind {
 		case host.EventText:
-			if !started {
-				delta(chatMessage{Role: "assistant", Content: ptr("")}, nil)
-			}
 			delta(chatMessage{Content: ptr(e.Text)}, nil)
 		case host.EventToolCall, host.EventToolResult:
 			begin()
@@ -488,9 +491,6 @@ func (s *server) streamCompletion(ctx context.Context, w http.ResponseWriter, id
 		fmt.Fprintf(w, "data: %s\n\n", b)
 		rc.Flush()
 		return resp, err
-	}
-	if !started {
-		delta(chatMessage{Role: "assistant", Content: ptr("")}, nil)
 	}
 	if len(resp.ClientCalls) > 0 {
 		delta(chatMessage{ToolCalls: clientToolCalls(resp.ClientCalls, true)}, nil)

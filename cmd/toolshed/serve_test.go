@@ -144,8 +144,8 @@ func TestChatCompletionsEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		chunks++
-		if ch.Object != "chat.completion.chunk" {
-			t.Fatalf("chunk %+v", ch)
+		if ch.Object != "chat.completion.chunk" || (chunks == 1 && (len(ch.Choices) != 1 || ch.Choices[0].Delta.Role != "assistant")) {
+			t.Fatalf("chunk %d: %+v", chunks, ch)
 		}
 		for _, c := range ch.Choices {
 			text.WriteString(c.Delta.Content)
