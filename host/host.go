@@ -189,6 +189,16 @@ func New(opts Options) (*Host, error) {
 // Model is the model requests run on when they name none.
 func (h *Host) Model() string { return h.opts.Model }
 
+// HasTool reports whether name is tool_search, an always-on tool or a
+// deferred tool of the current catalog.
+func (h *Host) HasTool(name string) bool {
+	if _, ok := h.byName[name]; ok || name == ToolSearchName {
+		return true
+	}
+	_, ok := h.snapshot().Tool(name)
+	return ok
+}
+
 // Catalog is the current catalog snapshot (new sessions start with it).
 func (h *Host) Catalog() *catalog.Snapshot { return h.snapshot() }
 
@@ -563,13 +573,25 @@ func (h *Host) stream(ctx context.Context, req openai.ChatCompletionRequest, onT
 	var usage openai.Usage
 	var finish openai.FinishReason
 	req.Stream = true
+	// Usage is asked for always (telemetry); RunRequest's caller decides
+	// whether its client sees it.
+	req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
 	wait := h.opts.RetryBackoff
 	var st *openai.ChatCompletionStream
 	for attempt := 0; ; attempt++ {
+		// RequestTimeout bounds the wait for the stream's headers too; once
+		// it flows, the idle timer below takes over.
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		headers := time.AfterFunc(h.opts.RequestTimeout, cancel)
 		var err error
-		st, err = h.opts.Client.CreateChatCompletionStream(ctx, req)
+		st, err = h.opts.Client.CreateChatCompletionStream(sctx, req)
+		headers.Stop()
 		if err == nil {
 			break
+		}
+		if sctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("no answer within %s: %w", h.opts.RequestTimeout, context.DeadlineExceeded)
 		}
 		if attempt >= h.opts.Retries || !retryable(err) || ctx.Err() != nil {
 			return openai.ChatCompletionMessage{}, "", usage, err

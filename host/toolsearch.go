@@ -205,22 +205,22 @@ func (s *Session) cachedOrOverBudgetLocked(p *PendingSearch) (Result, bool) {
 	return Result{}, false
 }
 
-// apply counts the search, discovers what it found and caches the answer.
+// apply counts the search, caches its answer and discovers what it found.
+// The check, the count and the cache entry are one step, so two identical
+// searches finishing at once count once.
 func (p *PendingSearch) apply(found []string) (Result, *SearchRecord) {
 	s := p.s
+	text := s.describeFound(p.query, found)
 	s.mu.Lock()
 	if res, done := s.cachedOrOverBudgetLocked(p); done {
 		s.mu.Unlock()
 		return res, p.rec // a concurrent twin finished first, or the budget ran out
 	}
 	s.nSearches++
+	s.searches[p.key] = text
 	s.mu.Unlock()
 	p.rec.Found = found
 	s.discover(found)
-	text := s.describeFound(p.query, found)
-	s.mu.Lock()
-	s.searches[p.key] = text
-	s.mu.Unlock()
 	return Result{Content: text}, p.rec
 }
 

@@ -29,14 +29,31 @@ var mcpVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 
 // mcpFront serves the agent's tools over MCP: each MCP session is one
 // host Session, so discoveries stay with the client that made them.
+// It is safe for concurrent use.
 type mcpFront struct {
 	agent   *agent
 	metrics *metrics
 	log     *slog.Logger
+	// stub answers the HTTP handler's look-ups for requests of existing
+	// sessions (it only reads the protocol versions).
+	stub *mcp.Server
+
+	mu     sync.Mutex
+	active int // sessions initialized and not yet closed
 }
 
 func newMCPFront(ag *agent, m *metrics, log *slog.Logger) *mcpFront {
-	return &mcpFront{agent: ag, metrics: m, log: log}
+	f := &mcpFront{agent: ag, metrics: m, log: log}
+	f.stub = mcp.NewServer(&mcp.Implementation{Name: "toolshed", Version: version},
+		&mcp.ServerOptions{Logger: log, SupportedProtocolVersions: mcpVersions})
+	return f
+}
+
+// sessions reports the MCP sessions initialized and not yet closed.
+func (f *mcpFront) sessions() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.active
 }
 
 // mcpSession is one MCP client session: its host Session and the tools
@@ -54,15 +71,26 @@ type mcpSession struct {
 
 // newServer is the MCP server of one new client session.
 func (f *mcpFront) newServer() (*mcp.Server, *mcpSession) {
-	ms := &mcpSession{front: f, hs: f.agent.host.NewSession(), registered: map[string]bool{}}
-	ms.ended = f.metrics.sessionStarted("mcp")
+	ms := &mcpSession{front: f, hs: f.agent.host.NewSession(), registered: map[string]bool{}, ended: func() {}}
 	ms.srv = mcp.NewServer(&mcp.Implementation{Name: "toolshed", Title: "Toolshed", Version: version}, &mcp.ServerOptions{
 		Instructions: host.DefaultSystemPrompt,
 		Logger:       f.log,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-		// The session ends when its connection does (HTTP: DELETE,
-		// timeout or shutdown).
+		// A session counts from its initialized notification and ends
+		// when its connection does (HTTP: DELETE, idle timeout, shutdown).
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
+			f.mu.Lock()
+			f.active++
+			f.mu.Unlock()
+			done := f.metrics.sessionStarted("mcp")
+			ms.mu.Lock()
+			ms.ended = func() {
+				done()
+				f.mu.Lock()
+				f.active--
+				f.mu.Unlock()
+			}
+			ms.mu.Unlock()
 			go func() { req.Session.Wait(); ms.close() }()
 		},
 		SupportedProtocolVersions: mcpVersions,
@@ -75,7 +103,10 @@ func (f *mcpFront) newServer() (*mcp.Server, *mcpSession) {
 func (ms *mcpSession) close() {
 	ms.closeOnce.Do(func() {
 		ms.hs.Close()
-		ms.ended()
+		ms.mu.Lock()
+		ended := ms.ended
+		ms.mu.Unlock()
+		ended()
 	})
 }
 
@@ -114,7 +145,7 @@ func (ms *mcpSession) refuseUnknown(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		res, _ := ms.hs.Call(ctx, p.Name, string(p.Arguments))
-		ms.front.metrics.observeCall(&host.ToolCallRecord{Name: p.Name, IsError: true})
+		ms.front.metrics.observeCall(&host.ToolCallRecord{Name: p.Name, Plugin: ms.hs.PluginOf(p.Name), IsError: true})
 		return mcpResult(res), nil
 	}
 }
@@ -175,12 +206,27 @@ func sample(ctx context.Context, ss *mcp.ServerSession, p *host.PendingSearch) (
 	return "", errors.New("the client's model (sampling) answered with no text")
 }
 
+// mcpIdle closes an HTTP MCP session its client left without saying so.
+const mcpIdle = 30 * time.Minute
+
 // httpHandler serves MCP over streamable HTTP, one server per session.
+// A new session beyond server.max_concurrent live ones is refused (503).
 func (f *mcpFront) httpHandler(cfg config.Server) http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
+	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+			return f.stub // a request of an existing session, or none
+		}
 		srv, _ := f.newServer()
 		return srv
-	}, &mcp.StreamableHTTPOptions{Logger: f.log, SessionTimeout: 30 * time.Minute, MaxRequestBodyBytes: cfg.MaxBodyBytes})
+	}, &mcp.StreamableHTTPOptions{Logger: f.log, SessionTimeout: mcpIdle, MaxRequestBodyBytes: cfg.MaxBodyBytes})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && f.sessions() >= cfg.MaxConcurrent {
+			apiError(w, http.StatusServiceUnavailable, "server_error",
+				fmt.Sprintf("too many MCP sessions (server.max_concurrent = %d); close one or try later", cfg.MaxConcurrent))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 var mcpFlagNames = []string{"plugins", "grants", "search-mode", "workspace", "skills", "shell", "no-time", "no-todo", "log-format", "log-level"}

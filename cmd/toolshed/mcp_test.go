@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -125,10 +126,44 @@ func TestMCPOverHTTP(t *testing.T) {
 	if _, isErr := callText(t, other, "slugify", map[string]any{"text": "x"}); !isErr {
 		t.Fatal("the second session ran a tool the first discovered")
 	}
-	// Without sampling, keyword search answered (hybrid mode).
 	if !strings.Contains(s.logs.String(), "mcp tool call") {
 		t.Error("no log of the MCP calls")
 	}
+	// Two sessions counted; none left once the clients leave.
+	cs.Close()
+	other.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		m := metricsText(t, s.url)
+		if strings.Contains(m, `toolshed_sessions_total{front="mcp"} 2`) && strings.Contains(m, `toolshed_sessions_active{front="mcp"} 0`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("MCP session metrics after the clients left:\n%s", grepLines(m, "front=\"mcp\""))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func metricsText(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // TestMCPSampling: in LLM mode the client's model chooses, through

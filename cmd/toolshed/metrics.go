@@ -31,6 +31,9 @@ type metrics struct {
 	toolTokens   *prometheus.CounterVec   // sent, all_loaded
 	modelTokens  *prometheus.CounterVec   // prompt, completion
 	clientCalls  prometheus.Counter
+	// known tells real tool names from made-up ones, which are counted as
+	// "unknown" (a label per invented name would grow without bound).
+	known func(name string) bool
 }
 
 func newMetrics(rt *wasm.Host, live *catalog.Live) *metrics {
@@ -142,7 +145,11 @@ func (m *metrics) observeCall(c *host.ToolCallRecord) {
 	} else {
 		m.pluginCall.WithLabelValues(plugin).Observe(c.Duration.Seconds())
 	}
-	m.toolCalls.WithLabelValues(plugin, c.Name, outcome).Inc()
+	tool := c.Name
+	if m.known != nil && !m.known(tool) {
+		tool = "unknown"
+	}
+	m.toolCalls.WithLabelValues(plugin, tool, outcome).Inc()
 	if s := c.Search; s != nil {
 		m.searches.WithLabelValues(string(s.Mode), s.Path).Inc()
 		switch {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"os"
@@ -81,16 +82,82 @@ func (s *server) routes() http.Handler {
 	if s.mcp != nil {
 		mux.Handle("/mcp", s.mcpStreams(s.mcp))
 	}
-	return s.authenticate(s.instrument(mux))
+	return s.instrument(s.authenticate(s.protect(mux)))
+}
+
+// protect refuses what a browser page could make a local server do: a
+// Host that is not loopback on a loopback listener (DNS rebinding),
+// cross-origin requests that change state, and chat completions that are
+// not JSON (so a page cannot post them without a CORS preflight).
+func (s *server) protect(next http.Handler) http.Handler {
+	loopback := s.cfg.Addr == "" || config.IsLoopback(s.cfg.Addr)
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		apiError(w, http.StatusForbidden, "invalid_request_error", "cross-origin request refused")
+	}))
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if loopback && !loopbackHost(r.Host) {
+			apiError(w, http.StatusForbidden, "invalid_request_error",
+				fmt.Sprintf("Host %q is not a loopback name: this server listens on loopback only (DNS rebinding protection)", r.Host))
+			return
+		}
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions" {
+			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+				apiError(w, http.StatusUnsupportedMediaType, "invalid_request_error", "Content-Type must be application/json")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+	return cop.Handler(inner)
+}
+
+// loopbackHost reports whether a Host header names this machine.
+func loopbackHost(hostport string) bool {
+	h := hostport
+	if hh, _, err := net.SplitHostPort(hostport); err == nil {
+		h = hh
+	}
+	h = strings.Trim(h, "[]")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// bodyDeadline bounds how long a request body may take to arrive; the
+// deadline is lifted once the body is read, so responses may stream.
+const bodyDeadline = 60 * time.Second
+
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !b.done {
+		b.done = true
+		b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }
 
 // instrument limits request bodies and counts requests by endpoint.
 func (s *server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.MaxBodyBytes > 0 {
-			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-		}
 		sw := &statusWriter{ResponseWriter: w}
+		if s.cfg.MaxBodyBytes > 0 {
+			r.Body = http.MaxBytesReader(sw, r.Body, s.cfg.MaxBodyBytes)
+		}
+		if r.Method == http.MethodPost {
+			rc := http.NewResponseController(sw)
+			if rc.SetReadDeadline(time.Now().Add(bodyDeadline)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			}
+		}
 		start := time.Now()
 		next.ServeHTTP(sw, r)
 		if s.metrics != nil {
@@ -114,7 +181,12 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		sums = append(sums, sha256.Sum256([]byte(k)))
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		auth := r.Header.Get("Authorization")
+		ok := len(auth) > 7 && strings.EqualFold(auth[:7], "Bearer ")
+		token := ""
+		if ok {
+			token = auth[7:]
+		}
 		got := sha256.Sum256([]byte(strings.TrimSpace(token)))
 		match := 0
 		for _, sum := range sums {
@@ -377,6 +449,10 @@ func (s *server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	case s.sem <- struct{}{}:
 		defer func() { <-s.sem }()
 	case <-ctx.Done():
+		if r.Context().Err() != nil {
+			s.log.Info("chat completion abandoned by the client while waiting for a slot")
+			return
+		}
 		apiError(w, http.StatusServiceUnavailable, "server_error", "the server is busy: no slot freed up within server.request_timeout")
 		return
 	}
@@ -428,6 +504,10 @@ func completionError(err error) (int, string) {
 	return http.StatusBadGateway, "upstream_error" // the model failed
 }
 
+// streamWriteTimeout bounds one write of a stream: a client that stops
+// reading does not hold its slot for ever.
+const streamWriteTimeout = 60 * time.Second
+
 // streamCompletion answers with server-sent events in the chat completion
 // chunk format: the answer's text as the model streams it (every round's),
 // SSE comments while tools run (clients ignore them; they keep proxies
@@ -459,6 +539,7 @@ func (s *server) streamCompletion(ctx context.Context, w http.ResponseWriter, id
 			c.Choices = []chatChoice{}
 		}
 		b, _ := json.Marshal(c)
+		rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 		fmt.Fprintf(w, "data: %s\n\n", b)
 		rc.Flush()
 	}
@@ -477,7 +558,9 @@ func (s *server) streamCompletion(ctx context.Context, w http.ResponseWriter, id
 			delta(chatMessage{Content: ptr(e.Text)}, nil)
 		case host.EventToolCall, host.EventToolResult:
 			begin()
-			fmt.Fprintf(w, ": %s %s\n\n", e.Kind, e.Call.Name)
+			rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+			// The name is the model's: quoted, so it cannot end the comment.
+			fmt.Fprintf(w, ": %s %s\n\n", e.Kind, strconv.QuoteToASCII(e.Call.Name))
 			rc.Flush()
 		}
 	})
@@ -529,6 +612,7 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 	s := &server{cfg: cfg.Server, live: live, runtime: rt, agent: ag, log: log, started: time.Now(),
 		sem: make(chan struct{}, cfg.Server.MaxConcurrent), stopping: make(chan struct{})}
 	s.metrics = newMetrics(rt, live)
+	s.metrics.known = ag.host.HasTool
 	s.mcp = newMCPFront(ag, s.metrics, log).httpHandler(cfg.Server)
 	return s, nil
 }
@@ -568,6 +652,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Once shutdown begins, a second signal ends the process at once.
+	context.AfterFunc(ctx, stop)
 	return s.serve(ctx, ln, cfg, stdout)
 }
 

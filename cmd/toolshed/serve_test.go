@@ -428,3 +428,38 @@ func TestServeWithoutUpstream(t *testing.T) {
 	}
 	r.Body.Close()
 }
+
+// TestServeRefusesBrowserAttacks: a page in the user's browser cannot
+// drive the local server: foreign Host names (DNS rebinding), cross-site
+// requests and non-JSON bodies are refused.
+func TestServeRefusesBrowserAttacks(t *testing.T) {
+	s := startServe(t, &scripted.Model{}, nil)
+	body := `{"messages":[{"role":"user","content":"hi"}]}`
+	do := func(mod func(*http.Request)) (int, string) {
+		req, _ := http.NewRequest("POST", s.url+"/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		mod(req)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, b := do(func(r *http.Request) { r.Host = "attacker.example:8080" }); code != 403 || !strings.Contains(b, "DNS rebinding") {
+		t.Errorf("foreign Host: %d %s", code, b)
+	}
+	if code, b := do(func(r *http.Request) { r.Header.Set("Content-Type", "text/plain") }); code != 415 {
+		t.Errorf("text/plain: %d %s", code, b)
+	}
+	if code, b := do(func(r *http.Request) {
+		r.Header.Set("Sec-Fetch-Site", "cross-site")
+		r.Header.Set("Origin", "http://attacker.example")
+	}); code != 403 {
+		t.Errorf("cross-site: %d %s", code, b)
+	}
+	if code, b := do(func(r *http.Request) { r.Host = "localhost:1234" }); code != 200 {
+		t.Errorf("localhost: %d %s", code, b)
+	}
+}

@@ -188,13 +188,28 @@ func Load(src Source) (*Loaded, error) {
 		if err := fileKo.Load(file.Provider(path), yaml.Parser()); err != nil {
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
-		if err := checkKeys(fileKo.Keys(), defaults, "in "+path); err != nil {
+		var keys []string
+		for _, k := range fileKo.Keys() {
+			if fileKo.Get(k) == nil { // a section with every key commented out is empty, not unknown
+				fileKo.Delete(k)
+				continue
+			}
+			keys = append(keys, k)
+		}
+		if err := checkKeys(keys, defaults, "in "+path); err != nil {
 			return nil, err
 		}
 		if err := ko.Merge(fileKo); err != nil {
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
 		l.File = path
+	}
+	for k, def := range defaults { // a list written as one string: "a,b"
+		if _, isList := def.([]string); isList {
+			if v, ok := ko.Get(k).(string); ok {
+				ko.Set(k, listValue(k, v, defaults))
+			}
+		}
 	}
 	if err := loadEnv(ko, env, defaults); err != nil {
 		return nil, err

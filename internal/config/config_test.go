@@ -75,6 +75,11 @@ func TestErrorsNameTheKey(t *testing.T) {
 			t.Errorf("%q %v %v: %v, want %q", tc.file, tc.env, tc.flags, err, tc.want)
 		}
 	}
+	// A section left empty, and a list given as one string.
+	l, err := Load(Source{File: write(t, "server:\n  # addr: x\n  api_keys: aaaaaaaaaaaaaaaa,bbbbbbbbbbbbbbbb\nlog:\n")})
+	if err != nil || len(l.Server.APIKeys) != 2 {
+		t.Errorf("empty section / list string: %+v %v", l, err)
+	}
 	if _, err := Load(Source{File: filepath.Join(t.TempDir(), "missing.yaml")}); err == nil {
 		t.Error("a named file that does not exist was accepted")
 	}
