@@ -104,7 +104,8 @@ func (s *Session) toolSearch(ctx context.Context, raw string) (Result, *SearchRe
 // choice among candidate tools: its keyword part is done and nothing is
 // applied to the session yet. Ask a model with System and Prompt (any
 // model: the host's, or an MCP client's through sampling) and pass its
-// answer to Complete.
+// answer to Complete, once. A PendingSearch belongs to one goroutine; its
+// Session stays safe for concurrent use meanwhile.
 type PendingSearch struct {
 	System, Prompt string
 
