@@ -6,7 +6,10 @@
 // Every Run is one request and one Session: its own catalog snapshot, its
 // own discovered set, its own plugin instances. Found tools join the
 // function list from the next round on and stay until the request ends;
-// nothing leaks into another request.
+// nothing leaks into another request. RunRequest is Run for a whole OpenAI
+// request (client tools, model and sampling fields); NewSession gives a
+// front end that drives calls itself (an MCP server) a Session for as long
+// as its client stays.
 //
 // A Host is safe for concurrent use; any number of Runs may proceed at once.
 package host
