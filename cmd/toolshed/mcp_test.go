@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -221,5 +223,28 @@ func TestMCPOverStdio(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("toolshed mcp did not end when the client left")
+	}
+}
+
+// TestMCPBinary: the built toolshed binary as an MCP client starts it, over
+// its real stdin and stdout (nothing but MCP on stdout).
+func TestMCPBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "toolshed")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir, _ := textkitDir(t)
+	runCLI("plugins", "pin", filepath.Join(dir, "textkit.json"))
+	cmd := exec.Command(bin, "mcp", "--plugins", dir, "--no-time", "--no-todo")
+	cmd.Env = append(os.Environ(), "TOOLSHED_PLUGINS_CACHE_DIR="+testCacheDir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	cs, changed := mcpClient(t, &mcp.CommandTransport{Command: cmd}, "")
+	mcpScenario(t, cs, changed, "url slug", "slugify")
+	if err := cs.Close(); err != nil {
+		t.Fatalf("close: %v (stderr: %s)", err, stderr.String())
 	}
 }
