@@ -1,27 +1,19 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"runtime"
 	"sort"
-	"strings"
 	"time"
 
-	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/manifest"
-	"github.com/toolshed/toolshed/search"
+	"github.com/toolshed/toolshed/internal/evalrun"
 )
 
 // query is one labelled query: the request and the names of its correct
 // tools.
-type query struct {
-	Query string   `json:"query"`
-	Tools []string `json:"tools"`
-}
+type query = evalrun.Query
 
 // dataset is a catalog and its labelled queries.
 type dataset struct {
@@ -32,59 +24,17 @@ type dataset struct {
 }
 
 // readDataset reads tools.jsonl and queries.jsonl from dir, in the format
-// of `toolshed eval` (docs/SEARCH.md).
+// of `toolshed eval` (docs/SEARCH.md), with its readers.
 func readDataset(name, dir string, chinese bool) (*dataset, error) {
-	d := &dataset{Name: name, Chinese: chinese}
-	seen := map[string]bool{}
-	err := eachLine(dir+"/tools.jsonl", func(b []byte) error {
-		var t manifest.Tool
-		if err := json.Unmarshal(b, &t); err != nil {
-			return err
-		}
-		if t.Name == "" || seen[t.Name] {
-			return fmt.Errorf("tool name %q empty or repeated", t.Name)
-		}
-		seen[t.Name] = true
-		d.Tools = append(d.Tools, t)
-		return nil
-	})
+	tools, err := evalrun.ReadTools(dir + "/tools.jsonl")
 	if err != nil {
 		return nil, err
 	}
-	err = eachLine(dir+"/queries.jsonl", func(b []byte) error {
-		var q query
-		if err := json.Unmarshal(b, &q); err != nil {
-			return err
-		}
-		if strings.TrimSpace(q.Query) == "" || len(q.Tools) == 0 {
-			return fmt.Errorf("want a query and at least one correct tool")
-		}
-		d.Queries = append(d.Queries, q)
-		return nil
-	})
+	qs, err := evalrun.ReadQueries(dir + "/queries.jsonl")
 	if err != nil {
 		return nil, err
 	}
-	return d, nil
-}
-
-func eachLine(path string, fn func([]byte) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		if len(strings.TrimSpace(sc.Text())) == 0 {
-			continue
-		}
-		if err := fn(sc.Bytes()); err != nil {
-			return fmt.Errorf("%s:%d: %w", path, n, err)
-		}
-	}
-	return sc.Err()
+	return &dataset{Name: name, Tools: tools, Queries: qs, Chinese: chinese}, nil
 }
 
 // engine ranks tool names for a query.
@@ -100,30 +50,12 @@ type engineSpec struct {
 
 func toolshedEngine() engineSpec {
 	return engineSpec{"Toolshed", func(tools []manifest.Tool, _ bool) (engine, error) {
-		docs := make([]search.Document, len(tools))
-		for i, t := range tools {
-			docs[i] = catalog.Document(t, "bench")
-		}
-		ix, err := search.Build(docs, nil)
+		s, err := evalrun.BuildToolshed(tools, nil)
 		if err != nil {
 			return nil, err
 		}
-		return toolshed{ix}, nil
+		return searcher{s}, nil
 	}}
-}
-
-type toolshed struct{ ix *search.Index }
-
-func (t toolshed) top(q string, k int) []string {
-	res, err := t.ix.Search(q, k)
-	if err != nil {
-		return nil
-	}
-	out := make([]string, len(res.Hits))
-	for i, h := range res.Hits {
-		out[i] = h.Name
-	}
-	return out
 }
 
 // quality is one engine's figures on one set.
