@@ -69,14 +69,8 @@ type quality struct {
 	Queries, Tools    int
 }
 
-// heapInUse is the live heap after two full collections.
-func heapInUse() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
+// heapInUse is the live heap after full collections.
+var heapInUse = evalrun.HeapInUse
 
 // measure builds an engine (timing it and the live heap it adds) and runs
 // every query twice, timing the second run so one-time costs are not
