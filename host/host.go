@@ -195,15 +195,18 @@ func (h *Host) Model() string { return h.opts.Model }
 // HasTool reports whether name is tool_search, an always-on tool or a
 // deferred tool of the current catalog.
 func (h *Host) HasTool(name string) bool {
-	if _, ok := h.byName[name]; ok || name == ToolSearchName {
+	if h.ownTool(name) {
 		return true
 	}
 	_, ok := h.snapshot().Tool(name)
 	return ok
 }
 
-// Catalog is the current catalog snapshot (new sessions start with it).
-func (h *Host) Catalog() *catalog.Snapshot { return h.snapshot() }
+// ownTool reports whether name is tool_search or an always-on tool.
+func (h *Host) ownTool(name string) bool {
+	_, ok := h.byName[name]
+	return ok || name == ToolSearchName
+}
 
 func (h *Host) snapshot() *catalog.Snapshot {
 	if h.opts.Catalog != nil {
@@ -354,12 +357,11 @@ func (h *Host) checkRequest(req openai.ChatCompletionRequest) error {
 			return bad("tools[%d] must be a function with a name", i)
 		}
 		name := t.Function.Name
-		_, always := h.byName[name]
 		_, deferred := snap.Tool(name)
 		switch {
 		case seen[name]:
 			return bad("tools[%d]: %q is given twice", i, name)
-		case always || deferred || name == ToolSearchName:
+		case deferred || h.ownTool(name):
 			return bad("tools[%d]: %q is also the name of a server tool; rename the client tool", i, name)
 		}
 		seen[name] = true

@@ -90,7 +90,7 @@ func (s *Session) clientCalls(calls []openai.ToolCall) []openai.ToolCall {
 
 // PluginOf names the plugin of a deferred tool ("" for any other name).
 func (s *Session) PluginOf(name string) string {
-	if _, ok := s.host.byName[name]; ok || name == ToolSearchName {
+	if s.host.ownTool(name) {
 		return ""
 	}
 	if t, ok := s.snap.Tool(name); ok {

@@ -56,14 +56,12 @@ var configFlags = map[string]configFlag{
 type cmdConfig struct {
 	fs   *flag.FlagSet
 	file *string
-	// names are the flags registered, by flag name.
-	names []string
 }
 
 // addConfigFlags registers --config and the named configuration flags,
 // showing the built-in defaults.
 func addConfigFlags(fs *flag.FlagSet, names ...string) *cmdConfig {
-	c := &cmdConfig{fs: fs, names: names}
+	c := &cmdConfig{fs: fs}
 	c.file = fs.String("config", "", "configuration `FILE` (default $TOOLSHED_CONFIG, else ./toolshed.yaml if present)")
 	defaults := config.Defaults()
 	for _, n := range names {

@@ -37,7 +37,7 @@ func TestServeLoad(t *testing.T) {
 	s := startServe(t, &scripted.Model{NoRecord: true}, map[string]string{"server.max_concurrent": *loadSlots})
 	cfg := openai.DefaultConfig("")
 	cfg.BaseURL = s.url + "/v1"
-	cfg.HTTPClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *loadN, MaxConnsPerHost: 0}}
+	cfg.HTTPClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *loadN}}
 	c := openai.NewClientWithConfig(cfg)
 	// One request first, so the plugin is compiled as in a running server.
 	if _, err := c.CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{Messages: user(`use slugify with {"text":"warm"} to url-slug`)}); err != nil {
@@ -69,7 +69,6 @@ func TestServeLoad(t *testing.T) {
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
 	gate := make(chan struct{})
-	start := time.Now()
 	for i := 0; i < *loadN; i++ {
 		wg.Add(1)
 		go func() {
@@ -89,7 +88,7 @@ func TestServeLoad(t *testing.T) {
 			}
 		}()
 	}
-	start = time.Now()
+	start := time.Now()
 	close(gate)
 	wg.Wait()
 	took := time.Since(start)

@@ -46,7 +46,6 @@ type server struct {
 	// stopping is closed when shutdown begins: long-lived MCP streams end,
 	// requests in progress drain.
 	stopping chan struct{}
-	started  time.Time
 }
 
 type pluginStatus struct {
@@ -96,7 +95,7 @@ func (s *server) protect(next http.Handler) http.Handler {
 		apiError(w, http.StatusForbidden, "invalid_request_error", "cross-origin request refused")
 	}))
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if loopback && !loopbackHost(r.Host) {
+		if loopback && !config.IsLoopback(r.Host) {
 			apiError(w, http.StatusForbidden, "invalid_request_error",
 				fmt.Sprintf("Host %q is not a loopback name: this server listens on loopback only (DNS rebinding protection)", r.Host))
 			return
@@ -110,20 +109,6 @@ func (s *server) protect(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 	return cop.Handler(inner)
-}
-
-// loopbackHost reports whether a Host header names this machine.
-func loopbackHost(hostport string) bool {
-	h := hostport
-	if hh, _, err := net.SplitHostPort(hostport); err == nil {
-		h = hh
-	}
-	h = strings.Trim(h, "[]")
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // bodyDeadline bounds how long a request body may take to arrive; the
@@ -609,7 +594,7 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 	mu.Lock()
 	rt = ag.runtime
 	mu.Unlock()
-	s := &server{cfg: cfg.Server, live: live, runtime: rt, agent: ag, log: log, started: time.Now(),
+	s := &server{cfg: cfg.Server, live: live, runtime: rt, agent: ag, log: log,
 		sem: make(chan struct{}, cfg.Server.MaxConcurrent), stopping: make(chan struct{})}
 	s.metrics = newMetrics(rt, live)
 	s.metrics.known = ag.host.HasTool

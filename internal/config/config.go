@@ -399,13 +399,15 @@ func redact(v any) any {
 // Keys lists every configuration key, sorted.
 func Keys() []string { return slices.Sorted(maps.Keys(Defaults())) }
 
-// IsLoopback reports whether an address listens on loopback only.
+// IsLoopback reports whether an address (HOST:PORT, or a Host header with
+// or without its port) names this machine only: localhost or a loopback IP.
 func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
 	}
-	if host == "localhost" {
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)

@@ -34,7 +34,7 @@ type Model struct {
 	Cut bool
 	// Delay is waited before each answer (a model's thinking time).
 	Delay time.Duration
-	// Keep, when false, records no requests (for load tests).
+	// NoRecord keeps no requests (for load tests).
 	NoRecord bool
 
 	mu       sync.Mutex
