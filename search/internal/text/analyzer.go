@@ -229,12 +229,11 @@ func (a *Analyzer) han(run string, emit func(string)) {
 		return
 	}
 	if a.Chinese != nil {
-		for _, w := range a.Chinese.cut(run) {
-			if w == "" || chineseStop[w] || !HasHan(w) {
-				continue
+		a.Chinese.cut(run, func(w string) {
+			if w != "" && !chineseStop[w] && HasHan(w) {
+				emit(w)
 			}
-			emit(w)
-		}
+		})
 	}
 	if a.NoBigrams {
 		if a.Chinese == nil {

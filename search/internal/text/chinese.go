@@ -6,10 +6,13 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-ego/gse"
 )
@@ -32,10 +35,15 @@ var chineseStop = setOf(`的 了 吗 呢 吧 啊 呀 哦 嘛 么 着 过 地 得
 就是 然后 还有 以及 或者 还是 但是 因为 所以 如果 虽然
 我要 我想 我需要 你能 你可以 给我 帮我查 告诉 告诉我 看看 一起`)
 
-// Segmenter cuts runs of Chinese text into words with gse. Its dictionary is
-// loaded once, in the background from the first call to Preload or
-// synchronously on the first Cut, so that a process that never meets Chinese
-// text never pays for it.
+// Segmenter cuts runs of Chinese text into words: gse's search mode without
+// its HMM (a dictionary DAG, the most probable route through it, then the
+// dictionary words inside each long word), computed over a flat hash of the
+// dictionary's words and prefixes so that a cut allocates nothing. Its output
+// is gse's CutSearch(run, false) word for word (TestSegmenterMatchesGse).
+//
+// The dictionary is loaded once, in the background from the first call to
+// Preload or synchronously on the first cut, so that a process that never
+// meets Chinese text never pays for it.
 //
 // A Segmenter is safe for concurrent use.
 type Segmenter struct {
@@ -44,14 +52,15 @@ type Segmenter struct {
 
 	once     sync.Once
 	done     chan struct{}
-	seg      gse.Segmenter
+	dict     map[string]float64 // Han word → ln(freq/total); Han prefix of a word only → notWord
+	unknown  float64            // the route weight of a character the dictionary lacks: ln(1/total)
 	err      error
 	loadTime time.Duration
 }
 
-// hmmOnce guards gse's HMM model, which gse keeps in package variables:
-// only the first segmenter may (re)load it, or readers would race.
-var hmmOnce sync.Once
+// notWord marks a dictionary key that is only the prefix of longer words.
+// Word weights are logarithms of frequencies at most the total: never positive.
+const notWord = 1.0
 
 // NewSegmenter returns a segmenter that loads the dictionary file at path
 // (gse's text format: "word frequency [part-of-speech]" per line), or the
@@ -86,10 +95,6 @@ func (s *Segmenter) load() {
 	s.once.Do(func() {
 		defer close(s.done)
 		start := time.Now()
-		s.seg.SkipLog = true
-		hmmFirst := false
-		hmmOnce.Do(func() { hmmFirst = true })
-		s.seg.NotLoadHMM = !hmmFirst
 		var dict string
 		if s.dictPath == "" {
 			zr, err := gzip.NewReader(bytes.NewReader(compactDict))
@@ -111,31 +116,195 @@ func (s *Segmenter) load() {
 			}
 			dict = string(b)
 		}
-		if len(s.extra) > 0 {
-			var b strings.Builder
-			b.WriteString(dict)
-			for _, w := range s.extra {
-				if w = strings.TrimSpace(w); w != "" && !strings.ContainsAny(w, " \n\t") {
-					b.WriteString("\n" + w + " 1000 n")
-				}
+		var extra strings.Builder
+		for _, w := range s.extra {
+			if w = strings.TrimSpace(w); w != "" && !strings.ContainsAny(w, " \n\t") {
+				extra.WriteString(w + " 1000 n\n")
 			}
-			dict = b.String()
 		}
-		if err := s.seg.LoadDictStr(dict); err != nil {
-			s.err = fmt.Errorf("Chinese dictionary: %w", err)
-			return
-		}
+		s.dict, s.unknown = buildDict(dict, extra.String())
 		s.loadTime = time.Since(start)
 	})
 	<-s.done
 }
 
-// cut returns gse's search-mode words for one run of Han characters, or nil
-// when the dictionary failed to load (the caller still has bigrams).
-func (s *Segmenter) cut(run string) []string {
+// buildDict reads dictionaries in gse's text format the way gse's
+// LoadDictStr does: a line is "word frequency [pos]" split at single
+// spaces; a line without a frequency, with one that does not parse or with
+// one under 2 is skipped; a one-character word counts 2; the first line of
+// a word wins. It returns the Han words and their Han prefixes with the
+// route weights gse gives them, and the weight of an unknown character.
+func buildDict(texts ...string) (map[string]float64, float64) {
+	type word struct {
+		text string
+		freq float64
+	}
+	var words []word
+	seen := map[string]bool{}
+	var split gse.Segmenter // only its text splitting, which lowercases letters
+	total := 0.0
+	for _, t := range texts {
+		for len(t) > 0 {
+			line, rest, _ := strings.Cut(t, "\n")
+			t = rest
+			fields := strings.Split(line, " ")
+			if len(fields) < 2 {
+				continue
+			}
+			w := strings.TrimSpace(fields[0])
+			freq, err := strconv.ParseFloat(strings.TrimSpace(fields[1]), 64)
+			if err != nil || freq < 2 {
+				continue
+			}
+			if utf8.RuneCountInString(w) < 2 {
+				freq = 2
+			}
+			key := w
+			if !allHan(w) {
+				key = gse.Join(split.SplitTextToWords([]byte(w)))
+			}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			total += freq
+			words = append(words, word{key, freq})
+		}
+	}
+	logTotal := math.Log(total)
+	dict := make(map[string]float64, len(words)*2)
+	for _, w := range words {
+		// Every Han prefix on a character boundary is a path of gse's trie.
+		end := 0
+		for i, r := range w.text {
+			if !IsHan(r) {
+				break
+			}
+			end = i + utf8.RuneLen(r)
+			if _, ok := dict[w.text[:end]]; !ok {
+				dict[w.text[:end]] = notWord
+			}
+		}
+		if end == len(w.text) && end > 0 {
+			dict[w.text] = math.Log(w.freq) - logTotal
+		}
+	}
+	return dict, math.Log(1.0) - logTotal
+}
+
+func allHan(s string) bool {
+	for _, r := range s {
+		if !IsHan(r) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// maxInlineRunes is the run length a cut handles without allocating.
+const maxInlineRunes = 48
+
+// cut calls emit with gse's search-mode words for one run of Han
+// characters, in gse's order; it does nothing when the dictionary failed to
+// load (the caller still has bigrams). Words are substrings of run.
+func (s *Segmenter) cut(run string, emit func(string)) {
 	s.load()
 	if s.err != nil {
-		return nil
+		return
 	}
-	return s.seg.CutSearch(run, true)
+	var offBuf [maxInlineRunes + 1]int32
+	var routeBuf [maxInlineRunes + 1]route
+	off := offBuf[:0]
+	for i := range run {
+		off = append(off, int32(i))
+	}
+	n := len(off)
+	off = append(off, int32(len(run)))
+	routes := routeBuf[:0]
+	if n+1 > len(routeBuf) {
+		routes = make([]route, 0, n+1)
+	}
+	routes = routes[:n+1]
+	// The most probable route, from the right (gse's calc over its DAG).
+	routes[n] = route{}
+	for k := n - 1; k >= 0; k-- {
+		found := false
+		for i := k; i < n; i++ {
+			v, ok := s.dict[run[off[k]:off[i+1]]]
+			if !ok {
+				break
+			}
+			if v == notWord {
+				continue
+			}
+			s.consider(routes, k, i, v, found)
+			found = true
+		}
+		if !found {
+			// No word starts here: the character alone, as gse weighs it
+			// (a prefix-only character weighs ln 0).
+			v, ok := s.dict[run[off[k]:off[k+1]]]
+			switch {
+			case !ok:
+				v = s.unknown
+			case v == notWord:
+				v = math.Inf(-1)
+			}
+			s.consider(routes, k, k, v, false)
+		}
+	}
+	// Walk the route. gse would send a stretch of single characters the
+	// dictionary does not know through its HMM to guess new words; here
+	// they stay single characters, whose bigrams the analyzer adds anyway
+	// (the HMM cost a third of a query's time and found nothing the
+	// bigrams do not: docs/SEARCH.md).
+	for x := 0; x < n; {
+		y := routes[x].index + 1
+		s.search(run[off[x]:off[y]], emit)
+		x = y
+	}
+}
+
+type route struct {
+	weight float64
+	index  int
+}
+
+// consider offers the word of characters k..i, weighing v, as the route
+// from k, the way gse's calc compares candidates (a later one wins a tie).
+func (s *Segmenter) consider(routes []route, k, i int, v float64, have bool) {
+	r := route{weight: v + routes[i+1].weight, index: i}
+	if !have {
+		routes[k] = r
+		return
+	}
+	if cur := routes[k]; cur.weight < r.weight || cur.weight == r.weight && cur.index < r.index {
+		routes[k] = r
+	}
+}
+
+// search emits the dictionary words of two, then three characters inside
+// word (longer than that), then word itself: gse's search mode.
+func (s *Segmenter) search(word string, emit func(string)) {
+	if len(word) > 2*utf8.UTFMax {
+		var offBuf [maxInlineRunes + 1]int
+		off := offBuf[:0]
+		for i := range word {
+			off = append(off, i)
+		}
+		n := len(off)
+		off = append(off, len(word))
+		for incr := 2; incr <= 3; incr++ {
+			if n <= incr {
+				continue
+			}
+			for i := 0; i+incr <= n; i++ {
+				g := word[off[i]:off[i+incr]]
+				if v, ok := s.dict[g]; ok && v != notWord {
+					emit(g)
+				}
+			}
+		}
+	}
+	emit(word)
 }
