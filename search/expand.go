@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/toolshed/toolshed/search/internal/lexicon"
 	"github.com/toolshed/toolshed/search/internal/text"
@@ -84,7 +85,7 @@ type weighted struct {
 
 // expander maps query words to lexicon concepts and concepts to index terms.
 type expander struct {
-	zh         map[string][]int32 // folded Chinese term → concepts
+	zh         map[string][]int32 // folded Chinese term → concepts; a proper prefix of one → nil
 	zhMaxRunes int
 	en         map[string]enWord  // analysed English word → its concepts and phrases
 	phrases    map[string][]int32 // analysed English phrase ("exchange rate") → concepts
@@ -124,6 +125,11 @@ func newExpander(ix *Index, files []string, cross, same float64) (*expander, err
 		for _, z := range c.Zh {
 			z = text.Fold(z)
 			e.zh[z] = append(e.zh[z], id)
+			for i := range z { // its proper prefixes, so that a scan stops early
+				if _, ok := e.zh[z[:i]]; !ok && i > 0 {
+					e.zh[z[:i]] = nil
+				}
+			}
 			if n := len([]rune(z)); n > e.zhMaxRunes {
 				e.zhMaxRunes = n
 			}
@@ -181,7 +187,8 @@ func englishWords(an *text.Analyzer, phrase string) []string {
 }
 
 // expand finds the lexicon concepts in a query and adds their terms.
-// own are the query's own analysed terms, in order.
+// q is the query passed through text.Fold; own are its analysed terms, in
+// order.
 func (e *expander) expand(q string, own []string, add func(id int32, term string, w float32, source string)) {
 	type hit struct {
 		concept int32
@@ -202,19 +209,27 @@ func (e *expander) expand(q string, own []string, add func(id int32, term string
 	}
 	// Chinese: every lexicon term that occurs in a run of Chinese characters.
 	if text.HasHan(q) {
-		runes := []rune(text.Fold(q))
-		for i := range runes {
-			if !text.IsHan(runes[i]) {
+		for i := 0; i < len(q); {
+			r, size := utf8.DecodeRuneInString(q[i:])
+			if r < utf8.RuneSelf || !text.IsHan(r) {
+				i += size
 				continue
 			}
-			for n := 1; n <= e.zhMaxRunes && i+n <= len(runes); n++ {
-				if !text.IsHan(runes[i+n-1]) {
+			for j, n := i, 0; n < e.zhMaxRunes && j < len(q); n++ {
+				r2, s2 := utf8.DecodeRuneInString(q[j:])
+				if !text.IsHan(r2) {
 					break
 				}
-				if cs, ok := e.zh[string(runes[i:i+n])]; ok {
-					note(cs, string(runes[i:i+n]), true)
+				j += s2
+				cs, ok := e.zh[q[i:j]]
+				if !ok {
+					break
+				}
+				if cs != nil {
+					note(cs, q[i:j], true)
 				}
 			}
+			i += size
 		}
 	}
 	// English: the phrases that start at each query word.

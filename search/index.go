@@ -106,18 +106,21 @@ var DefaultWeights = Weights{
 
 // Index is an immutable search index. It is safe for concurrent use.
 type Index struct {
-	docs    []docInfo
-	exact   map[string]int32 // folded tool name → doc
-	terms   map[string]int32
-	start   []int32 // postings of term t: [start[t], start[t+1])
-	pDoc    []int32
-	pW      []float32
-	exp     *expander
-	words   map[string][]target // ASCII word → its terms, for queries
-	an      *text.Analyzer
-	hasHan  bool
-	build   time.Duration
-	scratch sync.Pool
+	docs   []docInfo
+	exact  map[string]int32 // folded tool name → doc
+	terms  map[string]int32
+	start  []int32 // postings of term t: [start[t], start[t+1])
+	pDoc   []int32
+	pW     []float32
+	exp    *expander
+	words  map[string][]target // ASCII word → its terms, for queries
+	an     *text.Analyzer
+	hasHan bool
+	// nonASCIINames: some tool name is not ASCII, so a query that is not
+	// may still be one.
+	nonASCIINames bool
+	build         time.Duration
+	scratch       sync.Pool
 }
 
 type docInfo struct {
@@ -194,6 +197,9 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 			return nil, fmt.Errorf("search: duplicate tool name %q", d.Name)
 		}
 		ix.exact[key] = int32(i)
+		if !text.IsASCII(key) {
+			ix.nonASCIINames = true
+		}
 		ix.docs[i] = docInfo{name: d.Name, plugin: d.Plugin}
 		local := map[int32]int{}
 		add := func(f int, s string) {
@@ -285,7 +291,8 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 	ix.words = map[string][]target{}
 	ix.an.Memo(func(w string, _ []string) { ix.words[w] = ix.wordTerms(w) })
 	ix.scratch.New = func() any {
-		return &scratch{score: make([]float32, len(ix.docs)), mask: make([]uint32, len(ix.docs)), slot: make([]int32, len(ix.terms))}
+		return &scratch{score: make([]float32, len(ix.docs)), mask: make([]uint32, len(ix.docs)), slot: make([]int32, len(ix.terms)),
+			terms: make([]queryTerm, 0, maxQueryTerms), own: make([]string, 0, 32), label: make([]string, maskTerms)}
 	}
 	ix.build = time.Since(start)
 	return ix, nil
@@ -310,6 +317,9 @@ type scratch struct {
 	score []float32
 	mask  []uint32
 	slot  []int32 // term → 1 + its place in the query's terms (queryTerms)
+	terms []queryTerm
+	own   []string
+	label []string // a query term's label, once a hit needs it
 }
 
 type queryTerm struct {
@@ -346,7 +356,7 @@ func (ix *Index) Search(query string, limit int) (Result, error) {
 
 	sc := ix.scratch.Get().(*scratch)
 	defer ix.scratch.Put(sc)
-	qs := ix.queryTerms(q, sc.slot)
+	qs := ix.queryTerms(q, sc)
 	// Accumulate: a branch-free loop over each term's postings. The mask
 	// records which query terms a document matched (Hit.Matched).
 	score, mask := sc.score, sc.mask
@@ -363,7 +373,7 @@ func (ix *Index) Search(query string, limit int) (Result, error) {
 	}
 	var exact int32
 	hasExact := false
-	if len(q) <= maxNameQuery {
+	if len(q) <= maxNameQuery && (ix.nonASCIINames || text.IsASCII(q)) {
 		exact, hasExact = ix.exact[foldName(q)]
 	}
 	top := ix.topK(score, limit, exact, hasExact)
@@ -375,13 +385,19 @@ func (ix *Index) Search(query string, limit int) (Result, error) {
 		}
 		for qi, t := range qs {
 			if qi < maskTerms && mask[d]&(1<<uint(qi)) != 0 {
-				h.Matched = append(h.Matched, t.label())
+				if sc.label[qi] == "" {
+					sc.label[qi] = t.label()
+				}
+				h.Matched = append(h.Matched, sc.label[qi])
 			}
 		}
 		hits[i] = h
 	}
 	clear(score)
 	clear(mask)
+	clear(sc.label)
+	clear(sc.terms[:cap(sc.terms)]) // drop the strings
+	clear(sc.own[:cap(sc.own)])
 	return Result{Hits: hits}, nil
 }
 
@@ -418,10 +434,11 @@ func (ix *Index) selectNames(list string) Result {
 
 // queryTerms analyses a query: its own terms at weight 1, then the
 // lexicon's expansions at a lower weight; each term once, unknown terms
-// dropped. slot is scratch space, one entry per index term, all zero on
-// entry and on return.
-func (ix *Index) queryTerms(q string, slot []int32) []queryTerm {
-	out := make([]queryTerm, 0, 32)
+// dropped. sc.slot is all zero on entry and on return; the terms are
+// sc.terms, valid until sc is reused.
+func (ix *Index) queryTerms(q string, sc *scratch) []queryTerm {
+	slot := sc.slot
+	out := sc.terms[:0]
 	add := func(id int32, t string, w float32, source string) {
 		if k := slot[id]; k > 0 {
 			if out[k-1].weight < w {
@@ -434,7 +451,7 @@ func (ix *Index) queryTerms(q string, slot []int32) []queryTerm {
 			slot[id] = int32(len(out))
 		}
 	}
-	var own []string
+	own := sc.own[:0]
 	if text.IsASCII(q) {
 		// The common English case: each word's terms and their ids were
 		// worked out at build time.
@@ -451,7 +468,8 @@ func (ix *Index) queryTerms(q string, slot []int32) []queryTerm {
 			}
 		})
 	} else {
-		ix.an.Each(q, func(t string) {
+		q = text.Fold(q)
+		ix.an.EachFolded(q, func(t string) {
 			own = append(own, t)
 			if id, ok := ix.terms[t]; ok {
 				add(id, t, 1, "")
@@ -464,6 +482,7 @@ func (ix *Index) queryTerms(q string, slot []int32) []queryTerm {
 	for _, t := range out {
 		slot[t.id] = 0
 	}
+	sc.terms, sc.own = out, own
 	return out
 }
 

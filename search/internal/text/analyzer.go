@@ -104,17 +104,27 @@ func (a *Analyzer) Terms(s string) []string {
 
 // HasHan reports whether s holds any Chinese character.
 func HasHan(s string) bool {
-	for _, r := range s {
+	for i := 0; i < len(s); {
+		if s[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
 		if r >= 0x2E80 && IsHan(r) {
 			return true
 		}
+		i += n
 	}
 	return false
 }
 
 // Each calls emit for every term of s, in order.
 func (a *Analyzer) Each(s string, emit func(term string)) {
-	s = Fold(s)
+	a.EachFolded(Fold(s), emit)
+}
+
+// EachFolded is Each for text already passed through Fold.
+func (a *Analyzer) EachFolded(s string, emit func(term string)) {
 	i := 0
 	for i < len(s) {
 		r, size := utf8.DecodeRuneInString(s[i:])
@@ -220,9 +230,16 @@ func (a *Analyzer) asciiTerms(run string, emit func(string)) {
 }
 
 // han handles one run of Chinese characters (already folded to Simplified).
+// Every term is a substring of run.
 func (a *Analyzer) han(run string, emit func(string)) {
-	runes := []rune(run)
-	if len(runes) == 1 {
+	var offBuf [maxInlineRunes + 1]int
+	off := offBuf[:0]
+	for i := range run {
+		off = append(off, i)
+	}
+	n := len(off)
+	off = append(off, len(run))
+	if n == 1 {
 		if !chineseStop[run] {
 			emit(run)
 		}
@@ -237,25 +254,26 @@ func (a *Analyzer) han(run string, emit func(string)) {
 	}
 	if a.NoBigrams {
 		if a.Chinese == nil {
-			for _, r := range runes {
-				if c := string(r); !chineseStop[c] {
+			for k := 0; k < n; k++ {
+				if c := run[off[k]:off[k+1]]; !chineseStop[c] {
 					emit(c)
 				}
 			}
 		}
 		return
 	}
-	for k := 0; k+1 < len(runes); k++ {
-		if stopChar(runes[k]) || stopChar(runes[k+1]) {
+	for k := 0; k+1 < n; k++ {
+		if stopChar(run[off[k]:off[k+1]]) || stopChar(run[off[k+1]:off[k+2]]) {
 			continue
 		}
-		emit(string(runes[k : k+2]))
+		emit(run[off[k]:off[k+2]])
 	}
 }
 
 // stopChar reports characters that glue words together; a bigram that holds
-// one says nothing.
-func stopChar(r rune) bool {
+// one says nothing. c is one character.
+func stopChar(c string) bool {
+	r, _ := utf8.DecodeRuneInString(c)
 	switch r {
 	case '的', '了', '吗', '呢', '吧', '啊', '呀', '么', '着', '和', '与', '或', '把', '给', '请', '帮', '我', '你', '您', '是', '在', '一', '个', '这', '那':
 		return true

@@ -16,7 +16,7 @@ func foldRune(r rune) rune {
 		return r - 0xFEE0
 	case r == 0x3000: // ideographic space
 		return ' '
-	case r < 0x3400:
+	case r < 0x3400 || r >= 0x3400+rune(len(t2sHas))*64 || t2sHas[(r-0x3400)/64]&(1<<((r-0x3400)%64)) == 0:
 		return r
 	}
 	i := sort.Search(len(t2sFrom), func(i int) bool { return t2sFrom[i] >= r })
@@ -25,6 +25,18 @@ func foldRune(r rune) rune {
 	}
 	return r
 }
+
+// t2sHas is a bitmap over the Han code points from U+3400: which of them
+// t2sFrom holds, so that most characters skip the search.
+var t2sHas = func() []uint64 {
+	m := make([]uint64, (t2sFrom[len(t2sFrom)-1]-0x3400)/64+1)
+	for _, r := range t2sFrom {
+		if r >= 0x3400 {
+			m[(r-0x3400)/64] |= 1 << ((r - 0x3400) % 64)
+		}
+	}
+	return m
+}()
 
 // Fold returns s with full-width ASCII made half-width and Traditional
 // Chinese characters replaced by their Simplified forms. It does not change
@@ -62,5 +74,8 @@ func Fold(s string) string {
 
 // IsHan reports whether r is a CJK ideograph.
 func IsHan(r rune) bool {
-	return unicode.Is(unicode.Han, r)
+	if r >= 0x4E00 && r <= 0x9FFF { // the unified ideographs block: all Han
+		return true
+	}
+	return r >= 0x2E80 && unicode.Is(unicode.Han, r)
 }

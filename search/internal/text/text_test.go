@@ -2,8 +2,10 @@ package text
 
 import (
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -199,4 +201,23 @@ func FuzzAnalyzer(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestFastPaths: IsHan's and Fold's shortcuts agree with the tables they skip.
+func TestFastPaths(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if IsHan(r) != unicode.Is(unicode.Han, r) {
+			t.Fatalf("IsHan(%U) = %v", r, IsHan(r))
+		}
+		if r < 0x3400 || r > 0xFFFF && r < 0x20000 {
+			continue
+		}
+		want := r
+		if i := sort.Search(len(t2sFrom), func(i int) bool { return t2sFrom[i] >= r }); i < len(t2sFrom) && t2sFrom[i] == r {
+			want = t2sTo[i]
+		}
+		if got := foldRune(r); got != want {
+			t.Fatalf("foldRune(%U) = %U, want %U", r, got, want)
+		}
+	}
 }
