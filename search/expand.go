@@ -235,6 +235,9 @@ func (e *expander) expand(q string, own []string, add func(id int32, term string
 	// English: the phrases that start at each query word.
 	var key []byte
 	for i, w := range own {
+		if w[0] >= utf8.RuneSelf { // English words are ASCII
+			continue
+		}
 		ew, ok := e.en[w]
 		if !ok {
 			continue

@@ -52,8 +52,8 @@ type Segmenter struct {
 
 	once     sync.Once
 	done     chan struct{}
-	dict     map[string]float64 // Han word → ln(freq/total); Han prefix of a word only → notWord
-	unknown  float64            // the route weight of a character the dictionary lacks: ln(1/total)
+	dict     *wordTrie
+	unknown  float64 // the route weight of a character the dictionary lacks: ln(1/total)
 	err      error
 	loadTime time.Duration
 }
@@ -134,7 +134,7 @@ func (s *Segmenter) load() {
 // one under 2 is skipped; a one-character word counts 2; the first line of
 // a word wins. It returns the Han words and their Han prefixes with the
 // route weights gse gives them, and the weight of an unknown character.
-func buildDict(texts ...string) (map[string]float64, float64) {
+func buildDict(texts ...string) (*wordTrie, float64) {
 	type word struct {
 		text string
 		freq float64
@@ -172,24 +172,25 @@ func buildDict(texts ...string) (map[string]float64, float64) {
 		}
 	}
 	logTotal := math.Log(total)
-	dict := make(map[string]float64, len(words)*2)
+	entries := make([]dictWord, 0, len(words))
 	for _, w := range words {
-		// Every Han prefix on a character boundary is a path of gse's trie.
+		// Every Han prefix on a character boundary is a path of gse's trie,
+		// also of a word with letters in it.
 		end := 0
 		for i, r := range w.text {
 			if !IsHan(r) {
 				break
 			}
 			end = i + utf8.RuneLen(r)
-			if _, ok := dict[w.text[:end]]; !ok {
-				dict[w.text[:end]] = notWord
-			}
 		}
-		if end == len(w.text) && end > 0 {
-			dict[w.text] = math.Log(w.freq) - logTotal
+		switch {
+		case end == len(w.text) && end > 0:
+			entries = append(entries, dictWord{w.text, math.Log(w.freq) - logTotal})
+		case end > 0:
+			entries = append(entries, dictWord{w.text[:end], notWord})
 		}
 	}
-	return dict, math.Log(1.0) - logTotal
+	return newWordTrie(entries), math.Log(1.0) - logTotal
 }
 
 func allHan(s string) bool {
@@ -213,41 +214,46 @@ func (s *Segmenter) cut(run string, emit func(string)) {
 		return
 	}
 	var offBuf [maxInlineRunes + 1]int32
+	var runeBuf [maxInlineRunes]rune
 	var routeBuf [maxInlineRunes + 1]route
-	off := offBuf[:0]
-	for i := range run {
-		off = append(off, int32(i))
+	var wordsBuf [maxInlineRunes]uint8
+	off, rs := offBuf[:0], runeBuf[:0]
+	for i, r := range run {
+		off, rs = append(off, int32(i)), append(rs, r)
 	}
 	n := len(off)
 	off = append(off, int32(len(run)))
-	routes := routeBuf[:0]
-	if n+1 > len(routeBuf) {
-		routes = make([]route, 0, n+1)
+	routes, words := routeBuf[:0], wordsBuf[:0]
+	if n > maxInlineRunes {
+		routes, words = make([]route, 0, n+1), make([]uint8, 0, n)
 	}
-	routes = routes[:n+1]
+	routes, words = routes[:n+1], words[:n]
 	// The most probable route, from the right (gse's calc over its DAG).
+	// words[k] notes whether the two and the three characters from k are
+	// words, for the search-mode pass below.
 	routes[n] = route{}
+	d := s.dict
 	for k := n - 1; k >= 0; k-- {
 		found := false
-		for i := k; i < n; i++ {
-			v, ok := s.dict[run[off[k]:off[i+1]]]
-			if !ok {
+		node := d.child(0, rs[k])
+		for i := k; node >= 0; {
+			if v := d.nodes[node].weight; v != notWord {
+				if l := i - k + 1; l == 2 || l == 3 {
+					words[k] |= 1 << (l - 2)
+				}
+				s.consider(routes, k, i, v, found)
+				found = true
+			}
+			if i++; i >= n {
 				break
 			}
-			if v == notWord {
-				continue
-			}
-			s.consider(routes, k, i, v, found)
-			found = true
+			node = d.child(node, rs[i])
 		}
 		if !found {
 			// No word starts here: the character alone, as gse weighs it
-			// (a prefix-only character weighs ln 0).
-			v, ok := s.dict[run[off[k]:off[k+1]]]
-			switch {
-			case !ok:
-				v = s.unknown
-			case v == notWord:
+			// (a character that only begins words weighs ln 0).
+			v := s.unknown
+			if d.child(0, rs[k]) >= 0 {
 				v = math.Inf(-1)
 			}
 			s.consider(routes, k, k, v, false)
@@ -257,10 +263,22 @@ func (s *Segmenter) cut(run string, emit func(string)) {
 	// dictionary does not know through its HMM to guess new words; here
 	// they stay single characters, whose bigrams the analyzer adds anyway
 	// (the HMM cost a third of a query's time and found nothing the
-	// bigrams do not: docs/SEARCH.md).
+	// bigrams do not: docs/SEARCH.md). Search mode: before a word longer
+	// than two characters come the dictionary words of two, then of three
+	// characters inside it.
 	for x := 0; x < n; {
 		y := routes[x].index + 1
-		s.search(run[off[x]:off[y]], emit)
+		for l := 2; l <= 3; l++ {
+			if y-x <= l {
+				break
+			}
+			for i := x; i+l <= y; i++ {
+				if words[i]&(1<<(l-2)) != 0 {
+					emit(run[off[i]:off[i+l]])
+				}
+			}
+		}
+		emit(run[off[x]:off[y]])
 		x = y
 	}
 }
@@ -281,30 +299,4 @@ func (s *Segmenter) consider(routes []route, k, i int, v float64, have bool) {
 	if cur := routes[k]; cur.weight < r.weight || cur.weight == r.weight && cur.index < r.index {
 		routes[k] = r
 	}
-}
-
-// search emits the dictionary words of two, then three characters inside
-// word (longer than that), then word itself: gse's search mode.
-func (s *Segmenter) search(word string, emit func(string)) {
-	if len(word) > 2*utf8.UTFMax {
-		var offBuf [maxInlineRunes + 1]int
-		off := offBuf[:0]
-		for i := range word {
-			off = append(off, i)
-		}
-		n := len(off)
-		off = append(off, len(word))
-		for incr := 2; incr <= 3; incr++ {
-			if n <= incr {
-				continue
-			}
-			for i := 0; i+incr <= n; i++ {
-				g := word[off[i]:off[i+incr]]
-				if v, ok := s.dict[g]; ok && v != notWord {
-					emit(g)
-				}
-			}
-		}
-	}
-	emit(word)
 }

@@ -135,15 +135,17 @@ func TestDictMatchesGse(t *testing.T) {
 		if !ok || freq == 0 {
 			t.Fatalf("gse lacks %q", w)
 		}
-		if got, want := dict[w], mathLog(freq)-mathLog(ref.Dict.TotalFreq()); got != want {
-			t.Errorf("%s: weight %v, want %v", w, got, want)
+		if got, _ := dict.find(w); got != mathLog(freq)-mathLog(ref.Dict.TotalFreq()) {
+			t.Errorf("%s: weight %v, want %v", w, got, mathLog(freq)-mathLog(ref.Dict.TotalFreq()))
 		}
 	}
-	if dict["卡"] != notWord || dict["卡拉"] != notWord || dict["天气预"] != notWord {
-		t.Errorf("prefixes: %v %v %v", dict["卡"], dict["卡拉"], dict["天气预"])
+	for _, p := range []string{"卡", "卡拉", "天气预"} {
+		if v, ok := dict.find(p); !ok || v != notWord {
+			t.Errorf("prefix %q: %v %v", p, v, ok)
+		}
 	}
 	for _, w := range []string{"预报", "坏", "坏行", "低"} {
-		if _, ok := dict[w]; ok {
+		if _, ok := dict.find(w); ok {
 			t.Errorf("%q should have been skipped", w)
 		}
 	}
