@@ -139,20 +139,25 @@ func buildDict(texts ...string) (*wordTrie, float64) {
 		text string
 		freq float64
 	}
-	var words []word
-	seen := map[string]bool{}
+	lines := 0
+	for _, t := range texts {
+		lines += strings.Count(t, "\n") + 1
+	}
+	words := make([]word, 0, lines)
+	seen := make(map[string]bool, lines)
 	var split gse.Segmenter // only its text splitting, which lowercases letters
 	total := 0.0
 	for _, t := range texts {
 		for len(t) > 0 {
 			line, rest, _ := strings.Cut(t, "\n")
 			t = rest
-			fields := strings.Split(line, " ")
-			if len(fields) < 2 {
+			w, rest, ok := strings.Cut(line, " ")
+			if !ok {
 				continue
 			}
-			w := strings.TrimSpace(fields[0])
-			freq, err := strconv.ParseFloat(strings.TrimSpace(fields[1]), 64)
+			f, _, _ := strings.Cut(rest, " ")
+			w = strings.TrimSpace(w)
+			freq, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 			if err != nil || freq < 2 {
 				continue
 			}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -152,3 +153,20 @@ func TestDictMatchesGse(t *testing.T) {
 }
 
 func mathLog(x float64) float64 { return math.Log(x) }
+
+func TestSortWords(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 200 {
+		n := rng.IntN(40)
+		var ws []dictWord
+		for range n {
+			ws = append(ws, dictWord{text: string(rune('甲' + rng.IntN(6))), weight: float64(rng.IntN(3))})
+		}
+		head := rng.IntN(n + 1)
+		slices.SortFunc(ws[:head], func(a, b dictWord) int { return strings.Compare(a.text, b.text) })
+		got := sortWords(slices.Clone(ws))
+		if !slices.IsSortedFunc(got, func(a, b dictWord) int { return strings.Compare(a.text, b.text) }) || len(got) != len(ws) {
+			t.Fatalf("sortWords(%v) = %v", ws, got)
+		}
+	}
+}

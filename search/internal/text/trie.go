@@ -1,7 +1,8 @@
 package text
 
 import (
-	"sort"
+	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -35,7 +36,7 @@ type dictWord struct {
 }
 
 func newWordTrie(words []dictWord) *wordTrie {
-	sort.Slice(words, func(i, j int) bool { return words[i].text < words[j].text })
+	words = sortWords(words)
 	t := &wordTrie{nodes: make([]trieNode, 1, len(words)*2), root: make([]int32, rootHi-rootLo)}
 	t.nodes[0].weight = notWord
 	t.fill(0, words, 0)
@@ -119,4 +120,30 @@ func (t *wordTrie) find(s string) (float64, bool) {
 		}
 	}
 	return t.nodes[n].weight, n != 0
+}
+
+// sortWords sorts words by text. A dictionary file is usually sorted
+// already, with a few words added after it: the sorted head is kept, the
+// tail sorted and merged in.
+func sortWords(words []dictWord) []dictWord {
+	cmp := func(a, b dictWord) int { return strings.Compare(a.text, b.text) }
+	head := 1
+	for head < len(words) && words[head-1].text <= words[head].text {
+		head++
+	}
+	if head >= len(words) {
+		return words
+	}
+	tail := slices.Clone(words[head:])
+	slices.SortStableFunc(tail, cmp)
+	out := make([]dictWord, 0, len(words))
+	a := words[:head]
+	for len(a) > 0 && len(tail) > 0 {
+		if cmp(tail[0], a[0]) < 0 {
+			out, tail = append(out, tail[0]), tail[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), tail...)
 }
