@@ -176,7 +176,7 @@ func TestMemoFrozen(t *testing.T) {
 
 func FuzzAnalyzer(f *testing.F) {
 	for _, s := range []string{"executeSql", "查询表结构", "查詢表結構", "帮我用SQL查一下orders表", "getHTTP2Status_v1.2-beta",
-		"ＳＱＬ", "\xff\xfe", "a\u0301b", strings.Repeat("x", 200), "🙂天气🙂weather", ""} {
+		"ＳＱＬ", "\xff\xfe", "a\u0301b", strings.Repeat("x", 200), "🙂天气🙂weather", "", strings.Repeat("天气预报𠀀", 20)} {
 		f.Add(s)
 	}
 	a := &Analyzer{Chinese: testSeg}
