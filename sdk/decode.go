@@ -49,6 +49,7 @@ type plan struct {
 
 type field struct {
 	name      string
+	key       string // `"name":`
 	offset    uintptr
 	plan      *plan
 	omitEmpty bool // encoding only
@@ -133,7 +134,7 @@ func buildPlan(t reflect.Type, depth int) *plan {
 			if fp == nil {
 				return nil
 			}
-			p.fields = append(p.fields, field{name: name, offset: f.Offset, plan: fp})
+			p.fields = append(p.fields, field{name: name, key: `"` + name + `":`, offset: f.Offset, plan: fp})
 		}
 		if len(p.fields) > 64 {
 			return nil
@@ -166,16 +167,19 @@ func plainName(s string) bool {
 // decodeFast decodes raw into the value at ptr (of plan p's type, zero) and
 // reports whether it could. On false the value may be partly written: the
 // caller zeroes it before using encoding/json.
+//
+// The decoded strings are substrings of raw (a string without escapes is
+// one), so raw must never be written again: dispatch passes a keepBytes
+// copy of the arguments.
 func decodeFast(p *plan, raw []byte, ptr unsafe.Pointer) bool {
-	// One copy of the input backs every decoded string (a string without
-	// escapes is a substring of it): one allocation instead of one per
-	// string. It is never written again, so sharing it is safe.
-	s := scanner{b: raw, text: string(raw)}
+	s := scanner{b: raw, text: unsafe.String(unsafe.SliceData(raw), len(raw))}
 	return s.value(p, ptr) && s.end()
 }
 
 // value decodes one value into ptr; null leaves it as it is, which for a
-// fresh zero value is what encoding/json does.
+// fresh zero value is what encoding/json does. Each kind has its own
+// function: in Go's WebAssembly every taken branch goes back through its
+// function's dispatch loop, so small functions branch for less.
 func (s *scanner) value(p *plan, ptr unsafe.Pointer) bool {
 	c := s.peek()
 	if c == 'n' {
@@ -183,144 +187,193 @@ func (s *scanner) value(p *plan, ptr unsafe.Pointer) bool {
 	}
 	switch p.kind {
 	case pString:
-		if c != '"' {
-			return false
-		}
-		start := s.i + 1
-		body, esc, wide, ok := s.str()
-		if !ok || esc || wide && !utf8.Valid(body) {
-			return false
-		}
-		*(*string)(ptr) = s.text[start : start+len(body)]
+		return s.stringValue(p, ptr, c)
 	case pBool:
-		switch {
-		case s.lit("true"):
-			*(*bool)(ptr) = true
-		case s.lit("false"):
-			*(*bool)(ptr) = false
-		default:
-			return false
-		}
+		return s.boolValue(p, ptr, c)
 	case pInt:
-		lit, ok := s.numText()
-		if !ok {
+		return s.intValue(p, ptr, c)
+	case pUint:
+		return s.uintValue(p, ptr, c)
+	case pFloat:
+		return s.floatValue(p, ptr, c)
+	case pStrings:
+		return s.stringsValue(p, ptr, c)
+	case pSlice:
+		return s.sliceValue(p, ptr, c)
+	case pStruct:
+		return s.structValue(p, ptr, c)
+	}
+	return false
+}
+
+func (s *scanner) stringValue(p *plan, ptr unsafe.Pointer, c byte) bool {
+	if c != '"' {
+		return false
+	}
+	start := s.i + 1
+	body, esc, wide, ok := s.str()
+	if !ok || esc || wide && !utf8.Valid(body) {
+		return false
+	}
+	*(*string)(ptr) = s.text[start : start+len(body)]
+	return true
+}
+
+func (s *scanner) boolValue(p *plan, ptr unsafe.Pointer, c byte) bool {
+	switch {
+	case s.lit("true"):
+		*(*bool)(ptr) = true
+	case s.lit("false"):
+		*(*bool)(ptr) = false
+	default:
+		return false
+	}
+	return true
+}
+
+func (s *scanner) intValue(p *plan, ptr unsafe.Pointer, c byte) bool {
+	lit, ok := s.numText()
+	if !ok {
+		return false
+	}
+	n, ok := smallInt(lit, p.bits)
+	if !ok {
+		var err error
+		if n, err = strconv.ParseInt(lit, 10, p.bits); err != nil {
 			return false
 		}
-		n, ok := smallInt(lit, p.bits)
-		if !ok {
-			var err error
-			if n, err = strconv.ParseInt(lit, 10, p.bits); err != nil {
+	}
+	switch p.bits {
+	case 8:
+		*(*int8)(ptr) = int8(n)
+	case 16:
+		*(*int16)(ptr) = int16(n)
+	case 32:
+		*(*int32)(ptr) = int32(n)
+	default:
+		*(*int64)(ptr) = n
+	}
+	return true
+}
+
+func (s *scanner) uintValue(p *plan, ptr unsafe.Pointer, c byte) bool {
+	lit, ok := s.numText()
+	if !ok {
+		return false
+	}
+	n, err := strconv.ParseUint(lit, 10, p.bits)
+	if err != nil {
+		return false
+	}
+	switch p.bits {
+	case 8:
+		*(*uint8)(ptr) = uint8(n)
+	case 16:
+		*(*uint16)(ptr) = uint16(n)
+	case 32:
+		*(*uint32)(ptr) = uint32(n)
+	default:
+		*(*uint64)(ptr) = n
+	}
+	return true
+}
+
+func (s *scanner) floatValue(p *plan, ptr unsafe.Pointer, c byte) bool {
+	lit, ok := s.numText()
+	if !ok {
+		return false
+	}
+	f, err := strconv.ParseFloat(lit, p.bits)
+	if err != nil {
+		return false
+	}
+	if p.bits == 32 {
+		*(*float32)(ptr) = float32(f)
+	} else {
+		*(*float64)(ptr) = f
+	}
+	return true
+}
+
+func (s *scanner) stringsValue(p *plan, ptr unsafe.Pointer, c byte) bool {
+	if c != '[' {
+		return false
+	}
+	s.i++
+	var buf [16]string // on the stack: one allocation for the result
+	out := buf[:0]
+	if !s.eat(']') {
+		for {
+			if s.peek() != '"' {
+				return false
+			}
+			start := s.i + 1
+			body, esc, wide, ok := s.str()
+			if !ok || esc || wide && !utf8.Valid(body) {
+				return false
+			}
+			out = append(out, s.text[start:start+len(body)])
+			if s.eat(']') {
+				break
+			}
+			if !s.eat(',') {
 				return false
 			}
 		}
-		switch p.bits {
-		case 8:
-			*(*int8)(ptr) = int8(n)
-		case 16:
-			*(*int16)(ptr) = int16(n)
-		case 32:
-			*(*int32)(ptr) = int32(n)
-		default:
-			*(*int64)(ptr) = n
-		}
-	case pUint:
-		lit, ok := s.numText()
-		if !ok {
-			return false
-		}
-		n, err := strconv.ParseUint(lit, 10, p.bits)
-		if err != nil {
-			return false
-		}
-		switch p.bits {
-		case 8:
-			*(*uint8)(ptr) = uint8(n)
-		case 16:
-			*(*uint16)(ptr) = uint16(n)
-		case 32:
-			*(*uint32)(ptr) = uint32(n)
-		default:
-			*(*uint64)(ptr) = n
-		}
-	case pFloat:
-		lit, ok := s.numText()
-		if !ok {
-			return false
-		}
-		f, err := strconv.ParseFloat(lit, p.bits)
-		if err != nil {
-			return false
-		}
-		if p.bits == 32 {
-			*(*float32)(ptr) = float32(f)
-		} else {
-			*(*float64)(ptr) = f
-		}
-	case pStrings:
-		if c != '[' {
-			return false
-		}
-		s.i++
-		var buf [16]string // on the stack: one allocation for the result
-		out := buf[:0]
-		if !s.eat(']') {
-			for {
-				if s.peek() != '"' {
-					return false
-				}
-				start := s.i + 1
-				body, esc, wide, ok := s.str()
-				if !ok || esc || wide && !utf8.Valid(body) {
-					return false
-				}
-				out = append(out, s.text[start:start+len(body)])
-				if s.eat(']') {
-					break
-				}
-				if !s.eat(',') {
-					return false
-				}
+	}
+	// The same layout for any slice of a string kind.
+	*(*[]string)(ptr) = keepStrings(out)
+	return true
+}
+
+func (s *scanner) sliceValue(p *plan, ptr unsafe.Pointer, c byte) bool {
+	if c != '[' {
+		return false
+	}
+	if s.depth++; s.depth > maxDepth {
+		return false
+	}
+	s.i++
+	v := reflect.NewAt(p.typ, ptr).Elem()
+	v.Set(reflect.MakeSlice(p.typ, 0, 4))
+	if !s.eat(']') {
+		for n := 0; ; n++ {
+			v.Grow(1)
+			v.SetLen(n + 1)
+			if !s.value(p.elem, v.Index(n).Addr().UnsafePointer()) {
+				return false
+			}
+			if s.eat(']') {
+				break
+			}
+			if !s.eat(',') {
+				return false
 			}
 		}
-		// The same layout for any slice of a string kind.
-		*(*[]string)(ptr) = append(make([]string, 0, len(out)), out...)
-	case pSlice:
-		if c != '[' {
-			return false
-		}
-		if s.depth++; s.depth > maxDepth {
-			return false
-		}
-		s.i++
-		v := reflect.NewAt(p.typ, ptr).Elem()
-		v.Set(reflect.MakeSlice(p.typ, 0, 4))
-		if !s.eat(']') {
-			for n := 0; ; n++ {
-				v.Grow(1)
-				v.SetLen(n + 1)
-				if !s.value(p.elem, v.Index(n).Addr().UnsafePointer()) {
-					return false
-				}
-				if s.eat(']') {
-					break
-				}
-				if !s.eat(',') {
-					return false
-				}
-			}
-		}
-		s.depth--
-	case pStruct:
-		if c != '{' {
-			return false
-		}
-		if s.depth++; s.depth > maxDepth {
-			return false
-		}
-		s.i++
-		var seen uint64
-		if !s.eat('}') {
-			for {
+	}
+	s.depth--
+	return true
+}
+
+func (s *scanner) structValue(p *plan, ptr unsafe.Pointer, c byte) bool {
+	if c != '{' {
+		return false
+	}
+	if s.depth++; s.depth > maxDepth {
+		return false
+	}
+	s.i++
+	var seen uint64
+	next := 0 // the field whose key is likely next: declaration order
+	if !s.eat('}') {
+		for {
+			var i int
+			if next < len(p.fields) && s.hasPrefix(p.fields[next].key) {
+				// The key as encoding/json writes it, compact: found
+				// with one comparison.
+				i = next
+				s.i += len(p.fields[next].key)
+			} else {
 				if s.peek() != '"' {
 					return false
 				}
@@ -328,36 +381,35 @@ func (s *scanner) value(p *plan, ptr unsafe.Pointer) bool {
 				if !ok || esc || wide || !s.eat(':') {
 					return false
 				}
-				i := p.field(key)
-				switch {
-				case i >= 0:
-					if seen&(1<<i) != 0 {
-						return false // a key twice: encoding/json merges
-					}
-					seen |= 1 << i
-					f := &p.fields[i]
-					if !s.value(f.plan, unsafe.Add(ptr, f.offset)) {
-						return false
-					}
-				case i == foldMatch:
+				i = p.field(key)
+			}
+			switch {
+			case i >= 0:
+				if seen&(1<<i) != 0 {
+					return false // a key twice: encoding/json merges
+				}
+				seen |= 1 << i
+				next = i + 1
+				f := &p.fields[i]
+				if !s.value(f.plan, unsafe.Add(ptr, f.offset)) {
 					return false
-				default:
-					if !s.skip() {
-						return false
-					}
 				}
-				if s.eat('}') {
-					break
-				}
-				if !s.eat(',') {
+			case i == foldMatch:
+				return false
+			default:
+				if !s.skip() {
 					return false
 				}
 			}
+			if s.eat('}') {
+				break
+			}
+			if !s.eat(',') {
+				return false
+			}
 		}
-		s.depth--
-	default:
-		return false
 	}
+	s.depth--
 	return true
 }
 

@@ -27,12 +27,21 @@ var (
 
 	encMu    sync.Mutex
 	encPlans = map[reflect.Type]*plan{} // nil: not covered
+
+	lastEncType reflect.Type
+	lastEncPlan *plan
 )
 
-// encPlanFor returns the encoding plan of a struct type, cached.
+// encPlanFor returns the encoding plan of a struct type, cached. The last
+// type asked for is remembered apart: a tool returns the same type call
+// after call, and that check costs less than the map's.
 func encPlanFor(t reflect.Type) *plan {
 	encMu.Lock()
-	defer encMu.Unlock()
+	if t == lastEncType {
+		p := lastEncPlan
+		encMu.Unlock()
+		return p
+	}
 	p, ok := encPlans[t]
 	if !ok {
 		if t.Kind() == reflect.Struct {
@@ -40,6 +49,8 @@ func encPlanFor(t reflect.Type) *plan {
 		}
 		encPlans[t] = p
 	}
+	lastEncType, lastEncPlan = t, p
+	encMu.Unlock()
 	return p
 }
 
@@ -113,8 +124,9 @@ func buildEnc(t reflect.Type, depth int) *plan {
 	return p
 }
 
-// marshalFast encodes v as json.Marshal would, or reports that it cannot.
-func marshalFast(v any) ([]byte, bool) {
+// marshalFast appends v to dst as json.Marshal would encode it, or
+// reports that it cannot.
+func marshalFast(dst []byte, v any) ([]byte, bool) {
 	t := reflect.TypeOf(v)
 	if t == nil {
 		return nil, false
@@ -129,7 +141,7 @@ func marshalFast(v any) ([]byte, bool) {
 			return nil, false
 		}
 		if data == nil {
-			return []byte("null"), true
+			return append(dst, "null"...), true
 		}
 		t = t.Elem()
 	default:
@@ -139,7 +151,7 @@ func marshalFast(v any) ([]byte, bool) {
 	if p == nil {
 		return nil, false
 	}
-	return appendValue(make([]byte, 0, 128), p, data)
+	return appendValue(dst, p, data)
 }
 
 func appendValue(b []byte, p *plan, ptr unsafe.Pointer) ([]byte, bool) {

@@ -30,7 +30,7 @@ type out struct {
 
 func checkEncode(t *testing.T, v any) (fast bool) {
 	t.Helper()
-	got, ok := marshalFast(v)
+	got, ok := marshalFast(nil, v)
 	want, err := json.Marshal(v)
 	if !ok {
 		return false
@@ -68,7 +68,7 @@ func TestEncodeFast(t *testing.T) {
 		}{}, struct {
 			B []byte `json:"b"`
 		}{}} {
-		if _, ok := marshalFast(v); ok {
+		if _, ok := marshalFast(nil, v); ok {
 			t.Errorf("%T: fast path, want encoding/json", v)
 		}
 	}

@@ -8,20 +8,37 @@ import (
 	"github.com/toolshed/toolshed/sdk/abi"
 )
 
-// Buffers handed to the host stay referenced here so the garbage collector
-// keeps them: the request buffer until the call, the result until the next.
-// Both are reused from call to call (the ABI allows it), so a warm call
-// allocates neither; buffers over keepBytes are let go after use.
+// The request buffer (abi.ExportRequestBuffer) is allocated once and handed
+// to the host, which writes each request that fits there and calls
+// toolshed_call on it directly: a warm call is then one export call, not
+// two. Larger requests go through toolshed_alloc. Buffers handed to the
+// host stay referenced here so the garbage collector keeps them: the
+// request buffer for the instance's life, an allocated one until its call,
+// the result until the next call. The allocated request buffer and the
+// result are reused from call to call (the ABI allows it); buffers over
+// keepMax are let go after use.
 var (
+	reqBuf  []byte
 	pending = map[uint32][]byte{}
 	spare   []byte // a request buffer no longer handed out
 	last    []byte
 )
 
-const keepBytes = 64 << 10
+const (
+	keepMax    = 64 << 10
+	reqBufSize = 16 << 10
+)
 
 //go:wasmexport toolshed_abi_version
 func exportVersion() uint32 { return abi.Version }
+
+//go:wasmexport toolshed_request_buffer
+func exportRequestBuffer() uint64 {
+	if reqBuf == nil {
+		reqBuf = make([]byte, reqBufSize)
+	}
+	return abi.Pack(uint32(uintptr(unsafe.Pointer(unsafe.SliceData(reqBuf)))), uint32(len(reqBuf)))
+}
 
 //go:wasmexport toolshed_alloc
 func exportAlloc(size uint32) uint32 {
@@ -38,19 +55,26 @@ func exportAlloc(size uint32) uint32 {
 
 //go:wasmexport toolshed_call
 func exportCall(ptr, length uint32) uint64 {
-	buf, ok := pending[ptr]
-	delete(pending, ptr)
 	var req []byte
-	if ok && int(length) <= len(buf) {
-		req = buf[:length]
+	if reqBuf != nil && ptr == uint32(uintptr(unsafe.Pointer(unsafe.SliceData(reqBuf)))) {
+		if int(length) <= len(reqBuf) {
+			req = reqBuf[:length]
+		}
+	} else if buf, ok := pending[ptr]; ok {
+		delete(pending, ptr)
+		if int(length) <= len(buf) {
+			req = buf[:length]
+		}
+		if cap(buf) <= keepMax {
+			spare = buf
+		}
 	}
-	if cap(last) > keepBytes {
+	if cap(last) > keepMax {
 		last = nil
 	}
+	// dispatch copies what it keeps of req (the decoded arguments' strings)
+	// out of it, so the buffer can be written again by the next call.
 	last = dispatch(last, req)
-	if ok && cap(buf) <= keepBytes {
-		spare = buf
-	}
 	if len(last) == 0 {
 		return abi.Pack(0, 0)
 	}

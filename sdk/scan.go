@@ -39,6 +39,11 @@ func (s *scanner) ws() {
 	}
 }
 
+// hasPrefix reports whether the input at s.i starts with lit.
+func (s *scanner) hasPrefix(lit string) bool {
+	return len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit
+}
+
 // peek returns the next byte after whitespace, or 0 at the end.
 func (s *scanner) peek() byte {
 	s.ws()

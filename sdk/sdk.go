@@ -61,13 +61,24 @@ func Text(format string, args ...any) Result {
 // JSON returns a result whose content is v in compact JSON and whose
 // structured part is v (encoded once), as encoding/json.Marshal encodes it
 // (plain structs take a faster path with the same output: encode.go).
-func JSON(v any) Result {
-	b, ok := marshalFast(v)
-	if !ok {
-		var err error
-		if b, err = json.Marshal(v); err != nil {
-			return Errorf("cannot encode result: %v", err)
-		}
+//
+// v does not escape: JSON(a) leaves a where it is (a generic function, so
+// that nothing converts a to an interface that outlives the call). The
+// bytes and the content string come from the SDK's arenas (arena.go).
+func JSON[T any](v T) Result {
+	if b, ok := marshalFast(freeTail(), any(v)); ok {
+		b = commitTail(b)
+		return Result{Content: keepString(b), Structured: json.RawMessage(b)}
+	}
+	c := new(T) // a copy for encoding/json, made only on this path
+	*c = v
+	return jsonSlow(*c)
+}
+
+func jsonSlow(v any) Result {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return Errorf("cannot encode result: %v", err)
 	}
 	return Result{Content: string(b), Structured: json.RawMessage(b)}
 }
@@ -100,17 +111,25 @@ func Handle[A any](tool string, fn func(args A) (Result, error)) {
 		panic(fmt.Sprintf("sdk: tool %q registered twice", tool))
 	}
 	pl := planFor(reflect.TypeFor[A]())
+	// The fast decoder writes through an unsafe.Pointer, which the compiler
+	// must assume escapes: it decodes into this one value, kept zero
+	// between calls, instead of moving each call's arguments to the heap.
+	into := new(A)
 	decode := func(raw []byte) (A, error) {
-		var args A
+		var zero A
 		raw = bytes.TrimSpace(raw)
 		if len(raw) == 0 || string(raw) == "null" {
-			return args, nil
+			return zero, nil
 		}
-		if pl != nil && decodeFast(pl, raw, unsafe.Pointer(&args)) {
-			return args, nil
+		if pl != nil {
+			ok := decodeFast(pl, raw, unsafe.Pointer(into))
+			args := *into
+			*into = zero
+			if ok {
+				return args, nil
+			}
 		}
-		var zero A
-		args = zero
+		var args A
 		err := json.Unmarshal(raw, &args)
 		return args, err
 	}
@@ -170,7 +189,9 @@ func dispatch(dst, request []byte) []byte {
 	if !ok {
 		return encode(dst, Errorf("plugin has no tool %q (it has: %v)", name, Tools()))
 	}
-	res, err := run(h, args)
+	// The handler's decoded strings are substrings of this copy, which is
+	// never written again (the request buffer is, by the next call).
+	res, err := run(h, keepBytes(args))
 	if err != nil {
 		res = Result{Content: err.Error(), IsError: true}
 	}

@@ -170,6 +170,11 @@ func checkModule(cm wazero.CompiledModule) error {
 			return fmt.Errorf("export %s has the wrong signature", name)
 		}
 	}
+	if f, ok := exports[abi.ExportRequestBuffer]; ok { // optional
+		if len(f.ParamTypes()) != 0 || len(f.ResultTypes()) != 1 || f.ResultTypes()[0] != api.ValueTypeI64 {
+			return fmt.Errorf("export %s has the wrong signature", abi.ExportRequestBuffer)
+		}
+	}
 	if len(cm.ExportedMemories()) == 0 {
 		return errors.New("module exports no memory")
 	}
@@ -195,6 +200,10 @@ type instance struct {
 	dead   bool
 	reply  []byte // pending host_call reply
 	reqBuf []byte // the last request, reused (under mu)
+
+	// The module's request buffer (abi.ExportRequestBuffer), checked to
+	// lie in its memory; reqCap is 0 when it has none.
+	reqPtr, reqCap uint32
 }
 
 // request encodes the ABI request into the instance's buffer: the JSON of
@@ -277,6 +286,19 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	if v[0] != abi.Version {
 		mod.Close(ctx)
 		return nil, fmt.Errorf("plugin %q: module speaks ABI version %d; this host speaks %d", p.name, uint32(v[0]), abi.Version)
+	}
+	if f := mod.ExportedFunction(abi.ExportRequestBuffer); f != nil {
+		r, err := f.Call(ictx)
+		if err != nil {
+			mod.Close(ctx)
+			return nil, fmt.Errorf("plugin %q: %s: %w", p.name, abi.ExportRequestBuffer, describe(ictx, err))
+		}
+		ptr, n := abi.Unpack(r[0])
+		if size := mod.Memory().Size(); n > 0 && uint64(ptr)+uint64(n) > uint64(size) {
+			mod.Close(ctx)
+			return nil, fmt.Errorf("plugin %q: %s returned %#x+%d, outside the module's memory (%d bytes)", p.name, abi.ExportRequestBuffer, ptr, n, size)
+		}
+		in.reqPtr, in.reqCap = ptr, n
 	}
 	p.mu.Lock()
 	p.byModule[mod] = in
@@ -422,15 +444,25 @@ func (in *instance) invoke(ctx context.Context, tool string, args json.RawMessag
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	mem := in.mod.Memory()
-	r, err := in.alloc.Call(ctx, uint64(len(req)))
-	if err != nil {
-		return fail(fmt.Errorf("%s: %w", abi.ExportAlloc, describe(ctx, err)))
+	var ptr uint32
+	if uint64(len(req)) <= uint64(in.reqCap) {
+		// The module's request buffer: no toolshed_alloc call. (Its range
+		// was checked at instantiation; Write checks it again.)
+		ptr = in.reqPtr
+		if !mem.Write(ptr, req) {
+			return fail(fmt.Errorf("%s buffer %#x: %d bytes there are outside the module's memory (%d bytes)", abi.ExportRequestBuffer, ptr, len(req), mem.Size()))
+		}
+	} else {
+		r, err := in.alloc.Call(ctx, uint64(len(req)))
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", abi.ExportAlloc, describe(ctx, err)))
+		}
+		ptr = uint32(r[0])
+		if !mem.Write(ptr, req) {
+			return fail(fmt.Errorf("%s returned %#x: %d bytes there are outside the module's memory (%d bytes)", abi.ExportAlloc, ptr, len(req), mem.Size()))
+		}
 	}
-	ptr := uint32(r[0])
-	if !mem.Write(ptr, req) {
-		return fail(fmt.Errorf("%s returned %#x: %d bytes there are outside the module's memory (%d bytes)", abi.ExportAlloc, ptr, len(req), mem.Size()))
-	}
-	r, err = in.call.Call(ctx, uint64(ptr), uint64(len(req)))
+	r, err := in.call.Call(ctx, uint64(ptr), uint64(len(req)))
 	in.stdout.Flush()
 	in.stderr.Flush()
 	if err != nil {
@@ -444,20 +476,11 @@ func (in *instance) invoke(ctx context.Context, tool string, args json.RawMessag
 		return fail(fmt.Errorf("result pointer %#x+%d is outside the module's memory (%d bytes)", rptr, rlen, mem.Size()))
 	}
 	raw, _ := mem.Read(rptr, rlen)
-	var res abi.Result
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&res); err != nil {
-		return fail(fmt.Errorf("result is not a valid ABI result: %v", err))
-	}
-	if dec.More() {
-		return fail(errors.New("result is not a valid ABI result: data after the JSON object"))
-	}
-	// Copy out of guest memory: the slice dies with the next call.
-	res.Content = string([]byte(res.Content))
-	res.Structured = append(json.RawMessage(nil), res.Structured...)
-	if len(res.Structured) == 0 {
-		res.Structured = nil
+	// decodeResult copies out of guest memory: the slice dies with the
+	// next call.
+	res, err := decodeResult(raw)
+	if err != nil {
+		return fail(err)
 	}
 	return res, nil
 }

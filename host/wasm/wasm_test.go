@@ -283,6 +283,7 @@ func TestBadModules(t *testing.T) {
 	snap := writePlugins(t,
 		spec{name: "abi2", module: module(t, "abi2"), tools: []string{"a2"}},
 		spec{name: "noabi", module: module(t, "noabi"), tools: []string{"na"}},
+		spec{name: "badbuf", module: module(t, "badbuf"), tools: []string{"bb"}},
 		spec{name: "truncated", module: good[:len(good)/2], tools: []string{"tr"}},
 		spec{name: "tampered", module: good, sha: strings.Repeat("ab", 32), tools: []string{"ta"}},
 		spec{name: "command", module: command, tools: []string{"cm"}},
@@ -294,6 +295,7 @@ func TestBadModules(t *testing.T) {
 	for tool, want := range map[string]string{
 		"a2": "speaks ABI version 2; this host speaks 1",
 		"na": "does not export toolshed_abi_version",
+		"bb": "toolshed_request_buffer returned 0xfffff000+8192, outside the module's memory",
 		"tr": "is not valid WebAssembly",
 		"ta": "the manifest pins abababab",
 		"cm": "exports _start",
@@ -340,6 +342,24 @@ func TestArgumentsValidated(t *testing.T) {
 	}
 	if p.Session.Instances() != 0 {
 		t.Error("an instance was made for calls that never ran")
+	}
+}
+
+// TestRequestBufferAndAlloc: a request that fits the module's request
+// buffer and one that does not (it goes through toolshed_alloc) are served
+// alike, one after the other on one instance.
+func TestRequestBufferAndAlloc(t *testing.T) {
+	p := plugintest.New(t, plugintest.Config{Dir: "../../plugins/textkit", Manifest: "../../plugin-manifests/textkit.json"})
+	for _, n := range []int{10, 40 << 10, 10, 100 << 10, 20} {
+		text := strings.Repeat("ab ", n/3)
+		res := p.Call("textStats", map[string]any{"text": text})
+		want := fmt.Sprintf(`"bytes":%d,`, len(text))
+		if res.IsError || !strings.Contains(string(res.Structured), want) {
+			t.Fatalf("%d bytes: %+v, want %s", len(text), res, want)
+		}
+	}
+	if p.Session.Instances() != 1 {
+		t.Errorf("instances = %d, want 1", p.Session.Instances())
 	}
 }
 

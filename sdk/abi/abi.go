@@ -23,6 +23,12 @@ const (
 	// and returns the result's pointer (high 32 bits) and length (low 32
 	// bits). The result stays valid until the next call into the module.
 	ExportCall = "toolshed_call"
+	// ExportRequestBuffer: () -> i64, optional. Returns the pointer (high
+	// 32 bits) and capacity (low 32 bits) of a buffer the module reserves
+	// for requests for the instance's life. The host may write a request
+	// that fits there and call ExportCall on it without ExportAlloc. The
+	// host calls it once per instance; a capacity of 0 means none.
+	ExportRequestBuffer = "toolshed_request_buffer"
 	// ExportInitialize is the reactor's initialiser; a plugin has no _start.
 	ExportInitialize = "_initialize"
 )
