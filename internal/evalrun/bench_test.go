@@ -84,3 +84,18 @@ func BenchmarkZhQueryToolshed(b *testing.B) {
 	}
 	benchQueries(b, func() (Searcher, error) { return BuildToolshed(tools, nil) }, qs)
 }
+
+// BenchmarkMetaQueryToolshed: MetaTool's queries (199 tools), skipped where
+// the set is absent.
+func BenchmarkMetaQueryToolshed(b *testing.B) {
+	dir := filepath.Join(sharedEval, "metatool")
+	tools, err := ReadTools(filepath.Join(dir, "tools.jsonl"))
+	if err != nil {
+		b.Skipf("metatool not found: %v", err)
+	}
+	qs, err := ReadQueries(filepath.Join(dir, "queries.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchQueries(b, func() (Searcher, error) { return BuildToolshed(tools, nil) }, qs)
+}
