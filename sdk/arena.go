@@ -7,11 +7,11 @@ import "unsafe"
 // Under the host's deadline enforcement a small allocation costs the guest
 // ~2 µs (the allocator's branches, each priced like a loop iteration), more
 // than the rest of a small call's decoding. So the strings and []string of
-// decoded arguments, the bytes of a JSON result and its content string are
-// carved out of chunks allocated now and then instead: a call copies its
-// arguments once into a byte chunk (the strings decoded from them are
-// substrings of that copy), and the chunk is never written again where it
-// was handed out. A chunk lives as long as anything carved from it; that
+// decoded arguments and the bytes of a JSON result (whose content string
+// shares them) are carved out of chunks allocated now and then instead: a
+// call copies its arguments once into a byte chunk (the strings decoded
+// from them are substrings of that copy), and the chunk is never written
+// again where it was handed out. A chunk lives as long as anything carved from it; that
 // holds at most a chunk's worth of memory beyond what the plugin keeps.
 
 const (
@@ -36,15 +36,6 @@ func keepBytes(b []byte) []byte {
 	out := append(bytesArena, b...)
 	bytesArena = bytesArena[len(b):len(b)]
 	return out[:len(b):len(b)]
-}
-
-// keepString is keepBytes as a string.
-func keepString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	k := keepBytes(b)
-	return unsafe.String(unsafe.SliceData(k), len(k))
 }
 
 // freeTail returns the current byte chunk's free tail (length 0), for an

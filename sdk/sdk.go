@@ -62,13 +62,17 @@ func Text(format string, args ...any) Result {
 // structured part is v (encoded once), as encoding/json.Marshal encodes it
 // (plain structs take a faster path with the same output: encode.go).
 //
+// Content and Structured share the same bytes, and the ABI result the SDK
+// writes for it then has no "content" key: the host gives the model the
+// structured JSON text as the content (docs/ABI.md), which is the same
+// text, so the module does not escape it a second time.
+//
 // v does not escape: JSON(a) leaves a where it is (a generic function, so
 // that nothing converts a to an interface that outlives the call). The
-// bytes and the content string come from the SDK's arenas (arena.go).
+// bytes come from the SDK's arenas (arena.go).
 func JSON[T any](v T) Result {
 	if b, ok := marshalFast(freeTail(), any(v)); ok {
-		b = commitTail(b)
-		return Result{Content: keepString(b), Structured: json.RawMessage(b)}
+		return jsonResult(commitTail(b))
 	}
 	c := new(T) // a copy for encoding/json, made only on this path
 	*c = v
@@ -80,7 +84,13 @@ func jsonSlow(v any) Result {
 	if err != nil {
 		return Errorf("cannot encode result: %v", err)
 	}
-	return Result{Content: string(b), Structured: json.RawMessage(b)}
+	return jsonResult(b)
+}
+
+// jsonResult is the result whose content is the JSON text b itself (b is
+// never written again).
+func jsonResult(b []byte) Result {
+	return Result{Content: unsafe.String(unsafe.SliceData(b), len(b)), Structured: json.RawMessage(b)}
 }
 
 // Errorf returns a tool error: text the model reads to correct itself.
@@ -223,16 +233,32 @@ func encode(dst []byte, r Result) []byte {
 		}
 		structured = b
 	}
-	out := append(dst[:0], `{"content":`...)
-	out = appendString(out, r.Content)
-	if len(structured) > 0 {
-		out = append(out, `,"structured":`...)
+	out := append(dst[:0], '{')
+	if contentIsStructured(r.Content, structured) {
+		// No "content" key: the host reads the structured JSON text as the
+		// content, and that is this very text (ABI v1, docs/ABI.md).
+		out = append(out, `"structured":`...)
 		out = append(out, structured...)
+	} else {
+		out = append(out, `"content":`...)
+		out = appendString(out, r.Content)
+		if len(structured) > 0 {
+			out = append(out, `,"structured":`...)
+			out = append(out, structured...)
+		}
 	}
 	if r.IsError {
 		out = append(out, `,"is_error":true`...)
 	}
 	return append(out, '}')
+}
+
+// contentIsStructured reports whether content is the text of structured
+// itself, as JSON makes it: the same bytes in memory (comparing the bytes
+// would cost a guest loop iteration each).
+func contentIsStructured(content string, structured []byte) bool {
+	return len(structured) > 0 && len(content) == len(structured) &&
+		unsafe.StringData(content) == unsafe.SliceData(structured)
 }
 
 // appendString appends s as a JSON string. Runs of bytes that need no

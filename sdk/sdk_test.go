@@ -25,6 +25,8 @@ func init() {
 	Handle("boom", func(a greetArgs) (Result, error) { panic("kaboom") })
 }
 
+// decode reads an ABI result as docs/ABI.md says a host does: without a
+// "content" key, the content is the structured JSON text.
 func decode(t *testing.T, b []byte) abi.Result {
 	t.Helper()
 	var r abi.Result
@@ -33,11 +35,20 @@ func decode(t *testing.T, b []byte) abi.Result {
 	if err := dec.Decode(&r); err != nil {
 		t.Fatalf("%s: %v", b, err)
 	}
+	var keys map[string]json.RawMessage
+	json.Unmarshal(b, &keys)
+	if _, ok := keys["content"]; !ok && r.Structured != nil {
+		r.Content = string(r.Structured)
+	}
 	return r
 }
 
 func TestDispatch(t *testing.T) {
-	r := decode(t, Dispatch([]byte(`{"tool":"greet","arguments":{"name":"世界 \"quoted\"\n"}}`)))
+	raw := Dispatch([]byte(`{"tool":"greet","arguments":{"name":"世界 \"quoted\"\n"}}`))
+	if want := `{"structured":{"hello":"世界 \"quoted\"\n"}}`; string(raw) != want {
+		t.Fatalf("greet: wrote %s, want %s (no content: the host reads the structured text)", raw, want)
+	}
+	r := decode(t, raw)
 	if r.IsError || r.Content != `{"hello":"世界 \"quoted\"\n"}` || string(r.Structured) != r.Content {
 		t.Fatalf("greet: %+v", r)
 	}
@@ -86,6 +97,35 @@ func TestNoWazero(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		if strings.Contains(dep, "wazero") || strings.Contains(dep, "toolshed/host") {
 			t.Fatalf("package sdk depends on %s", dep)
+		}
+	}
+}
+
+// TestEncodeContent: only a result whose content is its structured JSON's
+// own text (JSON's results) leaves "content" out; every other result is
+// written as before, an empty content included.
+func TestEncodeContent(t *testing.T) {
+	b := []byte(`{"a":1}`)
+	failed := JSON(map[string]int{"a": 1})
+	failed.IsError = true
+	for _, c := range []struct {
+		r    Result
+		want string
+	}{
+		{JSON(map[string]int{"a": 1}), `{"structured":{"a":1}}`},
+		{jsonSlow(map[string]int{"a": 1}), `{"structured":{"a":1}}`},
+		{failed, `{"structured":{"a":1},"is_error":true}`},
+		{Result{Content: string(b), Structured: json.RawMessage(b)}, `{"content":"{\"a\":1}","structured":{"a":1}}`},
+		{Result{Structured: json.RawMessage(b)}, `{"content":"","structured":{"a":1}}`},
+		{Result{Content: "one", Structured: map[string]int{"a": 1}}, `{"content":"one","structured":{"a":1}}`},
+		{Result{Content: "two"}, `{"content":"two"}`},
+		{Result{}, `{"content":""}`},
+	} {
+		if got := string(encode(nil, c.r)); got != c.want {
+			t.Errorf("%+v: wrote %s, want %s", c.r, got, c.want)
+		}
+		if got := decode(t, encode(nil, c.r)); got.Content != c.r.Content {
+			t.Errorf("%+v: the host reads content %q, want %q", c.r, got.Content, c.r.Content)
 		}
 	}
 }

@@ -14,6 +14,11 @@ import (
 // fields disallowed and nothing after the object. The result is a copy:
 // nothing in it points into raw (guest memory).
 //
+// A result with "structured" and without a "content" key (absent, not
+// null or "") gets the structured JSON text, byte for byte as the module
+// wrote it, as its content: the model reads it (docs/ABI.md), and the
+// module need not escape the same JSON a second time as a string.
+//
 // The common form, {"content":"…","structured":…,"is_error":…} with each
 // key once, exactly spelt and without escapes, is read by hand; anything
 // else (another key or spelling, a duplicate, a \u escape, invalid UTF-8,
@@ -29,7 +34,8 @@ func decodeResult(raw []byte) (abi.Result, error) {
 	if err := dec.Decode(&res); err != nil {
 		return abi.Result{}, fmt.Errorf("result is not a valid ABI result: %v", err)
 	}
-	if dec.More() {
+	// (Decoder.More would let a stray '}' or ']' through.)
+	if len(bytes.TrimLeft(raw[dec.InputOffset():], " \t\r\n")) > 0 {
 		return abi.Result{}, errors.New("result is not a valid ABI result: data after the JSON object")
 	}
 	res.Content = string([]byte(res.Content))
@@ -37,7 +43,20 @@ func decodeResult(raw []byte) (abi.Result, error) {
 	if len(res.Structured) == 0 {
 		res.Structured = nil
 	}
+	if res.Structured != nil && res.Content == "" && !hasContentKey(raw) {
+		res.Content = string(res.Structured)
+	}
 	return res, nil
+}
+
+// hasContentKey reports whether a result encoding/json has accepted has a
+// key it matched to "content" (it matches keys case-insensitively), with
+// any value, null included.
+func hasContentKey(raw []byte) bool {
+	var probe struct {
+		Content json.RawMessage `json:"content"`
+	}
+	return json.Unmarshal(raw, &probe) == nil && probe.Content != nil
 }
 
 // resultScanner checks and takes apart JSON text; each method reports
@@ -121,7 +140,13 @@ func fastResult(raw []byte) (res abi.Result, ok bool) {
 		}
 	}
 	s.ws()
-	return res, s.i == len(raw)
+	if s.i != len(raw) {
+		return res, false
+	}
+	if seen[1] && !seen[0] { // content from structured: see decodeResult
+		res.Content = string(res.Structured)
+	}
+	return res, true
 }
 
 // plainString reads a string without escapes, control or non-ASCII bytes.
