@@ -49,7 +49,16 @@ type Plugin struct {
 	retiredAt time.Time // when the catalog dropped this version; zero while current
 
 	schemaMu sync.Mutex
-	schemas  map[string]*jsonschema.Schema
+	schemas  map[string]*toolSchema
+}
+
+// toolSchema is a tool's compiled parameter schema.
+type toolSchema struct {
+	sch *jsonschema.Schema
+	// objectOnly: the schema accepts exactly the JSON objects (see
+	// objectOnlySchema), so valid JSON text that is an object needs no
+	// decoding to be known valid.
+	objectOnly bool
 }
 
 // initTimeout is the least time an instance's initialiser gets.
@@ -61,7 +70,7 @@ const retryAfter = time.Second
 
 func newPlugin(h *Host, p *catalog.Plugin) (*Plugin, error) {
 	m := p.Manifest
-	pl := &Plugin{host: h, cat: p, name: m.Name, byModule: map[api.Module]*instance{}, schemas: map[string]*jsonschema.Schema{}}
+	pl := &Plugin{host: h, cat: p, name: m.Name, byModule: map[api.Module]*instance{}, schemas: map[string]*toolSchema{}}
 	pl.timeout = m.Limits.Timeout()
 	if c := h.opts.Caps.Timeout; c > 0 && pl.timeout > c {
 		pl.timeout = c
@@ -515,25 +524,28 @@ func firstLine(s string) string {
 // error, if any, is for the model.
 func (p *Plugin) validate(spec manifest.Tool, args json.RawMessage) error {
 	p.schemaMu.Lock()
-	sch, ok := p.schemas[spec.Name]
+	ts, ok := p.schemas[spec.Name]
 	if !ok {
-		var err error
-		sch, err = manifest.CompileSchema(spec.Parameters)
+		sch, err := manifest.CompileSchema(spec.Parameters)
 		if err != nil {
 			p.schemaMu.Unlock()
 			return fmt.Errorf("the tool's parameter schema does not compile: %v", err)
 		}
-		p.schemas[spec.Name] = sch
+		ts = &toolSchema{sch: sch, objectOnly: objectOnlySchema(spec.Parameters)}
+		p.schemas[spec.Name] = ts
 	}
 	p.schemaMu.Unlock()
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if ts.objectOnly && isObjectText(args) {
+		return nil
+	}
+	v, err := decodeArgs(args)
 	if err != nil {
 		return fmt.Errorf("arguments are not valid JSON: %v", err)
 	}
-	if err := sch.Validate(v); err != nil {
+	if err := ts.sch.Validate(v); err != nil {
 		return fmt.Errorf("arguments do not match the tool's schema: %v", err)
 	}
 	return nil

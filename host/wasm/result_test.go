@@ -71,6 +71,8 @@ var resultSeeds = []string{
 	` { "structured" : [ 1 , {"a" : "\u00e9"} ] } `,
 	`{"structured":null}`,
 	`{"structured":"\xff"}`,
+	"{\"structured\":\"\xff\"}",
+	"{\"content\":\"bad \xff utf8\",\"structured\":{\"a\":\"\xed\xa0\x80\"}}",
 	`{"structured":"s","structured":{"t":2}}`,
 	`{"is_error":false}`,
 	`{"content":null,"structured":1}`,
