@@ -396,8 +396,8 @@ func (ix *Index) Search(query string, limit int) (Result, error) {
 	clear(score)
 	clear(mask)
 	clear(sc.label)
-	clear(sc.terms[:cap(sc.terms)]) // drop the strings
-	clear(sc.own[:cap(sc.own)])
+	clear(sc.terms) // drop the strings
+	clear(sc.own)
 	return Result{Hits: hits}, nil
 }
 

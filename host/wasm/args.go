@@ -34,16 +34,15 @@ func decodeArgs(raw []byte) (any, error) {
 const maxArgsDepth = 64
 
 type argsDecoder struct {
-	b []byte
-	s string // b as a string: plain strings are its substrings
-	i int
+	resultScanner        // the cursor, whitespace, literals and numbers
+	s             string // b as a string: plain strings are its substrings
 	// stack holds the elements of the arrays being decoded, so that each
 	// array is allocated once, at its length.
 	stack []any
 }
 
 func fastArgs(raw []byte) (any, bool) {
-	d := argsDecoder{b: raw, s: string(raw)}
+	d := argsDecoder{resultScanner: resultScanner{b: raw}, s: string(raw)}
 	d.ws()
 	v, ok := d.value(0)
 	if !ok {
@@ -51,17 +50,6 @@ func fastArgs(raw []byte) (any, bool) {
 	}
 	d.ws()
 	return v, d.i == len(raw)
-}
-
-func (d *argsDecoder) ws() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
 }
 
 // value decodes the value at d.i (no leading whitespace).
@@ -163,52 +151,6 @@ func (d *argsDecoder) value(depth int) (any, bool) {
 		}
 		return json.Number(d.s[start:d.i]), true
 	}
-}
-
-func (d *argsDecoder) word(w string) bool {
-	if len(d.b)-d.i >= len(w) && string(d.b[d.i:d.i+len(w)]) == w {
-		d.i += len(w)
-		return true
-	}
-	return false
-}
-
-func (d *argsDecoder) digits() int {
-	n := 0
-	for d.i < len(d.b) && '0' <= d.b[d.i] && d.b[d.i] <= '9' {
-		d.i++
-		n++
-	}
-	return n
-}
-
-// number checks -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (d *argsDecoder) number() bool {
-	if d.i < len(d.b) && d.b[d.i] == '-' {
-		d.i++
-	}
-	switch {
-	case d.i < len(d.b) && d.b[d.i] == '0':
-		d.i++
-	case d.digits() == 0:
-		return false
-	}
-	if d.i < len(d.b) && d.b[d.i] == '.' {
-		d.i++
-		if d.digits() == 0 {
-			return false
-		}
-	}
-	if d.i < len(d.b) && (d.b[d.i] == 'e' || d.b[d.i] == 'E') {
-		d.i++
-		if d.i < len(d.b) && (d.b[d.i] == '+' || d.b[d.i] == '-') {
-			d.i++
-		}
-		if d.digits() == 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // str decodes the string at d.i. Plain ASCII is copied as it is; escapes

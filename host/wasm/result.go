@@ -60,7 +60,8 @@ func hasContentKey(raw []byte) bool {
 }
 
 // resultScanner checks and takes apart JSON text; each method reports
-// false for anything it is not sure of.
+// false for anything it is not sure of. The arguments' decoder shares its
+// cursor, whitespace, literal and number scanning.
 type resultScanner struct {
 	b []byte
 	i int

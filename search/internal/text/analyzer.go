@@ -246,8 +246,8 @@ func (a *Analyzer) han(run string, emit func(string)) {
 		return
 	}
 	if a.Chinese != nil {
-		a.Chinese.cut(run, func(w string) {
-			if w != "" && !chineseStop[w] && HasHan(w) {
+		a.Chinese.cut(run, func(w string) { // w: a non-empty substring of run
+			if !chineseStop[w] {
 				emit(w)
 			}
 		})

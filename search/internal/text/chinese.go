@@ -37,8 +37,8 @@ var chineseStop = setOf(`的 了 吗 呢 吧 啊 呀 哦 嘛 么 着 过 地 得
 
 // Segmenter cuts runs of Chinese text into words: gse's search mode without
 // its HMM (a dictionary DAG, the most probable route through it, then the
-// dictionary words inside each long word), computed over a flat hash of the
-// dictionary's words and prefixes so that a cut allocates nothing. Its output
+// dictionary words inside each long word), computed over a character trie
+// of the dictionary (trie.go) so that a cut allocates nothing. Its output
 // is gse's CutSearch(run, false) word for word (TestSegmenterMatchesGse).
 //
 // The dictionary is loaded once, in the background from the first call to

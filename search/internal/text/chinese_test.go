@@ -128,7 +128,7 @@ func TestDictMatchesGse(t *testing.T) {
 	if err := ref.LoadDictStr(text); err != nil {
 		t.Fatal(err)
 	}
-	if want := -mathLog(ref.Dict.TotalFreq()); unknown != want {
+	if want := -math.Log(ref.Dict.TotalFreq()); unknown != want {
 		t.Errorf("unknown weight %v, want %v", unknown, want)
 	}
 	for _, w := range []string{"天气", "天", "天气预报"} {
@@ -136,8 +136,8 @@ func TestDictMatchesGse(t *testing.T) {
 		if !ok || freq == 0 {
 			t.Fatalf("gse lacks %q", w)
 		}
-		if got, _ := dict.find(w); got != mathLog(freq)-mathLog(ref.Dict.TotalFreq()) {
-			t.Errorf("%s: weight %v, want %v", w, got, mathLog(freq)-mathLog(ref.Dict.TotalFreq()))
+		if got, _ := dict.find(w); got != math.Log(freq)-math.Log(ref.Dict.TotalFreq()) {
+			t.Errorf("%s: weight %v, want %v", w, got, math.Log(freq)-math.Log(ref.Dict.TotalFreq()))
 		}
 	}
 	for _, p := range []string{"卡", "卡拉", "天气预"} {
@@ -151,8 +151,6 @@ func TestDictMatchesGse(t *testing.T) {
 		}
 	}
 }
-
-func mathLog(x float64) float64 { return math.Log(x) }
 
 func TestSortWords(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
