@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -124,15 +123,9 @@ func TestServeLoad(t *testing.T) {
 
 // vmHWM is the process's peak resident set, from /proc (Linux).
 func vmHWM() string {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
+	kib := procHWM("/proc/self/status")
+	if kib == 0 {
 		return "n/a"
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-			return fmt.Sprintf("%.0f MiB", float64(kb)/1024)
-		}
-	}
-	return "n/a"
+	return fmt.Sprintf("%.0f MiB", float64(kib)/1024)
 }
