@@ -44,8 +44,14 @@ type Grants struct {
 	// SQL names the database the plugin may query ("" grants none).
 	SQL string
 	// Artifacts is the directory where the plugin may store artifacts
-	// ("" grants none). Files get unique names; at most 16 MiB each.
+	// ("" grants none). Files get unique names; at most 16 MiB each,
+	// within the Caps' artifact quotas.
 	Artifacts string
+	// SHA256, when set, pins the grants to one module: a plugin whose
+	// module has another sha256 gets no grants at all (and a warning
+	// naming both hashes is logged), as a plugin the operator never
+	// approved. Hex, as in the manifest.
+	SHA256 string
 }
 
 // HTTPGrant is the outbound HTTP allowlist.
@@ -234,7 +240,7 @@ func (p *Plugin) hostCall(ctx context.Context, m api.Module, stack []uint64) {
 		return
 	}
 	var reply abi.Reply
-	ok, err := p.dispatch(ctx, string(op), append([]byte(nil), req...))
+	ok, err := p.dispatch(ctx, in, string(op), append([]byte(nil), req...))
 	if err != nil {
 		reply.Error = err.Error()
 	} else if ok != nil {
@@ -265,7 +271,9 @@ func notGranted(cap string) error {
 	return fmt.Errorf("capability %q is not granted to this plugin (the manifest must request it and the operator grant it)", cap)
 }
 
-func (p *Plugin) dispatch(ctx context.Context, op string, req []byte) (any, error) {
+// dispatch runs one capability operation for instance in, within its
+// quotas.
+func (p *Plugin) dispatch(ctx context.Context, in *instance, op string, req []byte) (any, error) {
 	e := &p.caps
 	decode := func(v any) error {
 		if err := json.Unmarshal(req, v); err != nil {
@@ -285,6 +293,9 @@ func (p *Plugin) dispatch(ctx context.Context, op string, req []byte) (any, erro
 		msg := r.Message
 		if len(msg) > maxLogBytes {
 			msg = msg[:maxLogBytes] + "…"
+		}
+		if err := in.quota.log.charge("log", "messages", int64(len(msg)), p.lim.logLines, p.lim.logBytes); err != nil {
+			return nil, err
 		}
 		level := map[string]slog.Level{"debug": slog.LevelDebug, "warn": slog.LevelWarn, "error": slog.LevelError}[r.Level]
 		p.host.log.Log(ctx, level, "plugin log", "plugin", p.name, "message", msg)
@@ -341,6 +352,12 @@ func (p *Plugin) dispatch(ctx context.Context, op string, req []byte) (any, erro
 		if e.artifacts == "" {
 			return nil, notGranted("artifacts")
 		}
+		if len(r.Data) > maxArtifactBytes {
+			return nil, fmt.Errorf("artifact: %d bytes is over the %d-byte limit", len(r.Data), maxArtifactBytes)
+		}
+		if err := in.quota.artifact.charge("artifact", "artifacts", int64(len(r.Data)), p.lim.artifacts, p.lim.artifactMax); err != nil {
+			return nil, err
+		}
 		return saveArtifact(e.artifacts, p.name, r)
 	default:
 		return nil, fmt.Errorf("unknown host operation %q", op)
@@ -357,7 +374,10 @@ func readMount(dir, p string) (any, error) {
 		return nil, fmt.Errorf("fs: mount unavailable: %v", err)
 	}
 	defer root.Close()
-	f, err := root.Open(name)
+	// O_NONBLOCK: opening a FIFO without a writer, or a device, must
+	// not wait; the file type is then checked on the open descriptor
+	// (no race with a rename), and anything but a regular file refused.
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("fs: %s: %v", p, safepath.Unwrap(err))
 	}
@@ -369,6 +389,9 @@ func readMount(dir, p string) (any, error) {
 	if st.IsDir() {
 		return nil, fmt.Errorf("fs: %s is a directory", p)
 	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("fs: %s is not a regular file (%s): only regular files can be read", p, fileKind(st.Mode()))
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("fs: %s: %v", p, safepath.Unwrap(err))
@@ -377,6 +400,21 @@ func readMount(dir, p string) (any, error) {
 		return nil, fmt.Errorf("fs: %s is larger than %d bytes", p, maxFileBytes)
 	}
 	return abi.FSReadReply{Data: data}, nil
+}
+
+// fileKind names a file type for messages.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.Type().String()
 }
 
 func listMount(dir, p string) (any, error) {
@@ -507,9 +545,6 @@ var artifactName = regexp.MustCompile(`[^\p{L}\p{N}._-]+`)
 // saveArtifact writes an artifact under a unique, safe name:
 // PLUGIN-TIMESTAMP-NAME, never overwriting.
 func saveArtifact(dir, plugin string, r abi.ArtifactRequest) (any, error) {
-	if len(r.Data) > maxArtifactBytes {
-		return nil, fmt.Errorf("artifact: %d bytes is over the %d-byte limit", len(r.Data), maxArtifactBytes)
-	}
 	base := strings.Trim(artifactName.ReplaceAllString(path.Base("/"+r.Name), "-"), "-.")
 	if base == "" {
 		base = "artifact"

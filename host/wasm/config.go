@@ -2,6 +2,8 @@ package wasm
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,9 +14,12 @@ import (
 // GrantsFile is the operator's grants and caps as a JSON file:
 //
 //	{
-//	  "caps": {"timeout_ms": 30000, "max_memory_mb": 256, "max_output_kb": 4096},
+//	  "caps": {"timeout_ms": 30000, "max_memory_mb": 256, "max_output_kb": 4096,
+//	           "max_log_kb": 64, "max_log_lines": 1000, "max_artifacts": 8, "max_artifact_mb": 32,
+//	           "max_module_mb": 32, "compile_timeout_ms": 30000},
 //	  "plugins": {
-//	    "weather": {"config": {"weather.endpoint": "https://api.example.com"},
+//	    "weather": {"sha256": "9f86d0…",
+//	                "config": {"weather.endpoint": "https://api.example.com"},
 //	                "http": {"allow": ["https://api.example.com"]}},
 //	    "glossary": {"mounts": {"glossary": "/srv/glossary"}},
 //	    "textkit": {"log": true}
@@ -22,7 +27,9 @@ import (
 //	}
 //
 // Unknown fields are errors. Relative mount directories are relative to
-// the file.
+// the file. Every "caps" key is optional; an absent or zero one means the
+// default ceiling (see Caps). "sha256" pins a plugin's grants to its
+// module (see Grants.SHA256).
 type GrantsFile struct {
 	// Databases are read by the command line (host/sqlcap), not here:
 	// name → {"driver": "sqlite", "dsn": "path/to.db"}.
@@ -31,11 +38,18 @@ type GrantsFile struct {
 		DSN    string `json:"dsn"`
 	} `json:"databases"`
 	Caps struct {
-		TimeoutMS   int `json:"timeout_ms"`
-		MaxMemoryMB int `json:"max_memory_mb"`
-		MaxOutputKB int `json:"max_output_kb"`
+		TimeoutMS        int `json:"timeout_ms"`
+		MaxMemoryMB      int `json:"max_memory_mb"`
+		MaxOutputKB      int `json:"max_output_kb"`
+		MaxLogKB         int `json:"max_log_kb"`
+		MaxLogLines      int `json:"max_log_lines"`
+		MaxArtifacts     int `json:"max_artifacts"`
+		MaxArtifactMB    int `json:"max_artifact_mb"`
+		MaxModuleMB      int `json:"max_module_mb"`
+		CompileTimeoutMS int `json:"compile_timeout_ms"`
 	} `json:"caps"`
 	Plugins map[string]struct {
+		SHA256 string            `json:"sha256"`
 		Log    bool              `json:"log"`
 		Config map[string]string `json:"config"`
 		Mounts map[string]string `json:"mounts"`
@@ -71,13 +85,20 @@ func LoadGrants(path string) (Caps, map[string]Grants, error) {
 	if err != nil {
 		return Caps{}, nil, err
 	}
-	caps := Caps{Timeout: time.Duration(f.Caps.TimeoutMS) * time.Millisecond, MaxMemoryMB: f.Caps.MaxMemoryMB, MaxOutputKB: f.Caps.MaxOutputKB}
-	if caps.Timeout < 0 || caps.MaxMemoryMB < 0 || caps.MaxOutputKB < 0 {
+	fc := f.Caps
+	caps := Caps{Timeout: time.Duration(fc.TimeoutMS) * time.Millisecond, MaxMemoryMB: fc.MaxMemoryMB, MaxOutputKB: fc.MaxOutputKB,
+		MaxLogKB: fc.MaxLogKB, MaxLogLines: fc.MaxLogLines, MaxArtifacts: fc.MaxArtifacts, MaxArtifactMB: fc.MaxArtifactMB,
+		MaxModuleMB: fc.MaxModuleMB, CompileTimeout: time.Duration(fc.CompileTimeoutMS) * time.Millisecond}
+	if min(fc.TimeoutMS, fc.MaxMemoryMB, fc.MaxOutputKB, fc.MaxLogKB, fc.MaxLogLines, fc.MaxArtifacts,
+		fc.MaxArtifactMB, fc.MaxModuleMB, fc.CompileTimeoutMS) < 0 {
 		return Caps{}, nil, fmt.Errorf("%s: caps: negative values", path)
 	}
 	grants := map[string]Grants{}
 	for name, p := range f.Plugins {
-		g := Grants{Log: p.Log, Config: p.Config, Mounts: map[string]string{}, SQL: p.SQL, Artifacts: p.Artifacts,
+		if p.SHA256 != "" && !isHexSHA256(p.SHA256) {
+			return Caps{}, nil, fmt.Errorf("%s: plugins.%s.sha256: %q is not a hex sha256", path, name, p.SHA256)
+		}
+		g := Grants{SHA256: p.SHA256, Log: p.Log, Config: p.Config, Mounts: map[string]string{}, SQL: p.SQL, Artifacts: p.Artifacts,
 			HTTP: HTTPGrant{Allow: p.HTTP.Allow, AllowPrivate: p.HTTP.AllowPrivate,
 				MaxResponseBytes: p.HTTP.MaxResponseBytes, Timeout: time.Duration(p.HTTP.TimeoutMS) * time.Millisecond}}
 		for m, dir := range p.Mounts {
@@ -97,4 +118,9 @@ func LoadGrants(path string) (Caps, map[string]Grants, error) {
 		grants[name] = g
 	}
 	return caps, grants, nil
+}
+
+func isHexSHA256(s string) bool {
+	b, err := hex.DecodeString(s)
+	return err == nil && len(b) == sha256.Size
 }

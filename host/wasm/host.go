@@ -64,14 +64,6 @@ type Options struct {
 	RetireGrace time.Duration
 }
 
-// Caps are the operator's upper bounds on manifest limits; zero means the
-// manifest's own maximum.
-type Caps struct {
-	Timeout     time.Duration
-	MaxMemoryMB int
-	MaxOutputKB int
-}
-
 // Host runs plugins. It is safe for concurrent use.
 type Host struct {
 	opts   Options
@@ -83,6 +75,9 @@ type Host struct {
 	bg     sync.WaitGroup // background pool refills
 	// instSem bounds concurrent instantiations to the CPUs.
 	instSem chan struct{}
+	// compileSem bounds concurrent compiles; a compile past its time
+	// budget holds its slot until it really ends.
+	compileSem chan struct{}
 
 	stats struct {
 		compiles, compileFailures, compileNanos atomic.Uint64
@@ -97,7 +92,8 @@ type Host struct {
 
 // New returns a Host.
 func New(opts *Options) (*Host, error) {
-	h := &Host{byKey: map[string]*Plugin{}, instSem: make(chan struct{}, runtime.GOMAXPROCS(0))}
+	h := &Host{byKey: map[string]*Plugin{}, instSem: make(chan struct{}, runtime.GOMAXPROCS(0)),
+		compileSem: make(chan struct{}, max(maxConcurrentCompiles, runtime.GOMAXPROCS(0)))}
 	if opts != nil {
 		h.opts = *opts
 	}
@@ -299,4 +295,41 @@ func (h *Host) Stats() Stats {
 // pluginKey identifies a plugin version: manifest file, module hash, version.
 func pluginKey(p *catalog.Plugin) string {
 	return p.ManifestPath + "\x00" + p.Manifest.SHA256 + "\x00" + p.Manifest.Version
+}
+
+// errCompileTimeout is a compile that went over its time budget.
+var errCompileTimeout = errors.New("compilation went over its time budget")
+
+// compileModule compiles code on rt within budget. Past the budget it
+// returns errCompileTimeout at once; the compile (wazero cannot stop one)
+// goes on in the background, keeps its compile slot, and closes rt when
+// it ends.
+func (h *Host) compileModule(ctx context.Context, rt wazero.Runtime, code []byte, budget time.Duration) (wazero.CompiledModule, error) {
+	select {
+	case h.compileSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	type result struct {
+		cm  wazero.CompiledModule
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() { <-h.compileSem }()
+		cm, err := rt.CompileModule(context.Background(), code)
+		done <- result{cm, err}
+	}()
+	t := time.NewTimer(budget)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.cm, r.err
+	case <-t.C:
+		go func() {
+			<-done
+			rt.Close(context.Background())
+		}()
+		return nil, fmt.Errorf("%w of %s", errCompileTimeout, budget)
+	}
 }

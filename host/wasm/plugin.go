@@ -14,11 +14,13 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/manifest"
+	"github.com/toolshed/toolshed/host/wasm/internal/wasmcheck"
 	"github.com/toolshed/toolshed/sdk/abi"
 )
 
@@ -32,13 +34,19 @@ type Plugin struct {
 	timeout time.Duration
 	pages   uint32
 	output  uint32
+	lim     limits
 	caps    effective
+	// instSem bounds this plugin's concurrent instantiations to half the
+	// host's slots (at least one), so that a plugin whose initialiser
+	// runs long cannot hold them all.
+	instSem chan struct{}
 
 	compileMu  sync.Mutex // held while compiling: one compile at a time
 	runtime    wazero.Runtime
 	module     wazero.CompiledModule
 	compileErr error
 	failedAt   time.Time
+	permanent  bool // compileErr holds for these bytes: no retry
 	compileDur time.Duration
 
 	mu        sync.Mutex
@@ -61,31 +69,27 @@ type toolSchema struct {
 	objectOnly bool
 }
 
-// initTimeout is the least time an instance's initialiser gets.
-const initTimeout = 10 * time.Second
-
 // retryAfter is how long a failed compile is remembered before the next
 // call tries again (the operator may be fixing the file).
 const retryAfter = time.Second
 
 func newPlugin(h *Host, p *catalog.Plugin) (*Plugin, error) {
 	m := p.Manifest
-	pl := &Plugin{host: h, cat: p, name: m.Name, byModule: map[api.Module]*instance{}, schemas: map[string]*toolSchema{}}
-	pl.timeout = m.Limits.Timeout()
-	if c := h.opts.Caps.Timeout; c > 0 && pl.timeout > c {
-		pl.timeout = c
-	}
-	mem := m.Limits.MemoryBytes()
-	if c := h.opts.Caps.MaxMemoryMB; c > 0 && mem > int64(c)<<20 {
-		mem = int64(c) << 20
-	}
+	pl := &Plugin{host: h, cat: p, name: m.Name, byModule: map[api.Module]*instance{}, schemas: map[string]*toolSchema{},
+		instSem: make(chan struct{}, max(1, cap(h.instSem)/2))}
+	pl.lim = resolve(h.opts.Caps, m, h.log)
+	pl.timeout = pl.lim.timeout
+	mem, out := pl.lim.memory, pl.lim.output
 	pl.pages = uint32(mem >> 16)
-	out := m.Limits.OutputBytes()
-	if c := h.opts.Caps.MaxOutputKB; c > 0 && out > int64(c)<<10 {
-		out = int64(c) << 10
-	}
 	pl.output = uint32(out)
-	pl.caps = intersect(m, h.opts.Grants[m.Name])
+	g := h.opts.Grants[m.Name]
+	if g.SHA256 != "" && !strings.EqualFold(g.SHA256, m.SHA256) {
+		// The operator approved other bytes: this module is a stranger.
+		h.log.Warn("plugin module does not match the sha256 its grants are pinned to; no grants given",
+			"plugin", m.Name, "pinned_sha256", strings.ToLower(g.SHA256), "module_sha256", m.SHA256)
+		g = Grants{}
+	}
+	pl.caps = intersect(m, g)
 	h.log.Info("plugin loaded", "plugin", m.Name, "version", m.Version,
 		"granted", pl.caps.describe(), "denied", denied(m, pl.caps),
 		"timeout", pl.timeout, "max_memory_mb", mem>>20, "max_output_kb", out>>10)
@@ -111,7 +115,7 @@ func (p *Plugin) Compile(ctx context.Context) error {
 	if p.module != nil {
 		return nil
 	}
-	if p.compileErr != nil && time.Since(p.failedAt) < retryAfter {
+	if p.compileErr != nil && (p.permanent || time.Since(p.failedAt) < retryAfter) {
 		return p.compileErr
 	}
 	err := p.compile(ctx)
@@ -125,9 +129,20 @@ func (p *Plugin) Compile(ctx context.Context) error {
 
 func (p *Plugin) compile(ctx context.Context) error {
 	start := time.Now()
+	p.permanent = false
 	code, err := p.cat.ReadModule() // checks the sha256
 	if err != nil {
 		return err
+	}
+	caps := p.host.opts.Caps.withDefaults()
+	// From here on the outcome depends on the bytes only: a failure is
+	// not retried for this version.
+	p.permanent = true
+	if _, err := wasmcheck.Check(code, caps.budget()); err != nil {
+		if le := (*wasmcheck.LimitError)(nil); errors.As(err, &le) {
+			return fmt.Errorf("plugin %q: module %s is over the compile budget: %w", p.name, p.cat.ModulePath, err)
+		}
+		return fmt.Errorf("plugin %q: module %s is not valid WebAssembly: %w", p.name, p.cat.ModulePath, err)
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(!p.host.noCloseOnDone).
@@ -137,14 +152,18 @@ func (p *Plugin) compile(ctx context.Context) error {
 		rt.Close(ctx)
 		return fmt.Errorf("plugin %q: %w", p.name, err)
 	}
-	cm, err := rt.CompileModule(ctx, code)
+	cm, err := p.host.compileModule(ctx, rt, code, caps.CompileTimeout)
+	if errors.Is(err, errCompileTimeout) {
+		// The compile goes on in the background and closes rt when done.
+		return fmt.Errorf("plugin %q: module %s: %w", p.name, p.cat.ModulePath, err)
+	}
 	if err != nil {
 		return fail(fmt.Errorf("module %s is not valid WebAssembly: %w", p.cat.ModulePath, err))
 	}
 	if err := checkModule(cm); err != nil {
 		return fail(err)
 	}
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+	if err := instantiateWASI(ctx, rt); err != nil {
 		return fail(err)
 	}
 	if err := p.instantiateHostModule(ctx, rt); err != nil {
@@ -208,6 +227,7 @@ type instance struct {
 	mu     sync.Mutex // serialises calls
 	dead   bool
 	reply  []byte // pending host_call reply
+	quota  quota  // log and artifact use (under mu)
 	reqBuf []byte // the last request, reused (under mu)
 
 	// The module's request buffer (abi.ExportRequestBuffer), checked to
@@ -270,17 +290,21 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		WithRandSource(rand.Reader)
 	// Instantiations queue for a CPU, so a burst of new sessions does not
 	// make them all slow; the wait does not count against the deadline.
-	select {
-	case p.host.instSem <- struct{}{}:
-		defer func() { <-p.host.instSem }()
-	case <-ctx.Done():
-		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, ctx.Err())
+	// A plugin takes its own slot first, so that it never holds more than
+	// half of the host's.
+	for _, sem := range []chan struct{}{p.instSem, p.host.instSem} {
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+		case <-ctx.Done():
+			return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, ctx.Err())
+		}
 	}
-	// Instantiation runs the plugin's initialiser under the call timeout,
-	// but never less than initTimeout.
-	ictx, cancel := context.WithTimeout(ctx, max(p.timeout, initTimeout))
+	// Instantiation runs the start function and the plugin's initialiser
+	// under the plugin's call timeout.
+	ictx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	mod, err := p.runtime.InstantiateModule(ictx, p.module, cfg)
+	mod, err := p.runtime.InstantiateModule(experimental.WithMemoryAllocator(ictx, memoryAllocator), p.module, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, describe(ictx, err))
 	}
@@ -452,6 +476,7 @@ func (in *instance) invoke(ctx context.Context, tool string, args json.RawMessag
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
+	in.quota.startCall()
 	mem := in.mod.Memory()
 	var ptr uint32
 	if uint64(len(req)) <= uint64(in.reqCap) {

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package wasm
+
+import "github.com/tetratelabs/wazero/experimental"
+
+// memoryAllocator is nil off Linux: wazero's own allocation (growth by
+// copying, up to a few times the memory cap while the old array awaits
+// the garbage collector).
+var memoryAllocator experimental.MemoryAllocator
