@@ -220,6 +220,7 @@ func newAgent(cfg *config.Config, snapshot func() *catalog.Snapshot, log *slog.L
 	if err != nil {
 		return nil, err
 	}
+	op.withLimits(cfg.Limits)
 	wopts := op.options(cfg.Plugins.CacheDir, cfg.Plugins.Pool, stderr)
 	wopts.Logger = log
 	rt, err := wasm.New(wopts)

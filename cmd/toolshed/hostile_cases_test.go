@@ -186,18 +186,18 @@ var hostileCases = []hostileCase{
 			return wat(e.t, abiWAT("", `(memory (export "memory") 1)`, `(drop (call $r (i32.const 0))) `+okResult,
 				`(func $r (param i32) (result i32) (i32.add (call $r (i32.add (local.get 0) (i32.const 1))) (i32.const 1)))`))
 		}, map[string]int{"timeout_ms": 5000, "max_memory_mb": 64}, 5*time.Second+slack, basePeak+64),
-	{class: "10 quotas", name: "log-flood", attack: "log 1 MB messages in a loop for 2 s", run: func(e *hostileEnv) (attackRun, string) {
-		e.plugin("hostile.json", "hostile", wat(e.t, hostCallWAT("log", `{"message":"`, 'x', 1<<20, `"}`, true)),
+	{class: "10 quotas", name: "log-flood", attack: "log 512 KiB messages in a loop for 2 s", run: func(e *hostileEnv) (attackRun, string) {
+		e.plugin("hostile.json", "hostile", wat(e.t, hostCallWAT("log", `{"message":"`, 'x', 1<<19, `"}`, true)),
 			map[string]int{"timeout_ms": 2000}, map[string]any{"log": true}, "attack")
 		g := e.grants(map[string]any{"plugins": map[string]any{"hostile": map[string]any{"log": true}}})
 		e.env = append(e.env, "TOOLSHED_DEBUG=1") // every log line reaches stderr
 		r := e.call(40*time.Second, g, "attack", "{}")
 		e.check(r.took < 2*time.Second+slack, r, "took %v", r.took)
-		e.check(len(r.stderr) < 2<<20, r, "%d bytes of log", len(r.stderr))
+		e.check(len(r.stderr) < 256<<10, r, "%d bytes of log", len(r.stderr))
 		return r, fmt.Sprintf("%s; %d KiB of log", firstLineOf(lastLines(r.stderr)), len(r.stderr)>>10)
 	}},
-	{class: "10 quotas", name: "artifact-flood", attack: "store 768 KB artifacts in a loop for 2 s", run: func(e *hostileEnv) (attackRun, string) {
-		e.plugin("hostile.json", "hostile", wat(e.t, hostCallWAT("artifact.put", `{"name":"a.svg","data":"`, 'A', 1<<20, `"}`, true)),
+	{class: "10 quotas", name: "artifact-flood", attack: "store 384 KiB artifacts in a loop for 2 s", run: func(e *hostileEnv) (attackRun, string) {
+		e.plugin("hostile.json", "hostile", wat(e.t, hostCallWAT("artifact.put", `{"name":"a.svg","data":"`, 'A', 1<<19, `"}`, true)),
 			map[string]int{"timeout_ms": 2000}, map[string]any{"artifacts": true}, "attack")
 		dir := filepath.Join(e.root, "artifacts")
 		g := e.grants(map[string]any{"plugins": map[string]any{"hostile": map[string]any{"artifacts": dir}}})

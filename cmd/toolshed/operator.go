@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/toolshed/toolshed/host/sqlcap"
 	"github.com/toolshed/toolshed/host/wasm"
+	"github.com/toolshed/toolshed/internal/config"
 )
 
 // dataDir is where Toolshed keeps its data: $XDG_DATA_HOME/toolshed, else
@@ -106,6 +108,29 @@ func loadOperator(pluginDir, grantsPath string, defaultDir bool) (*operator, err
 		o.sql = svc
 	}
 	return o, nil
+}
+
+// withLimits lowers the operator's caps to the configuration's limits:
+// each field is the lower of the two where both are set (zero is the
+// runtime's default ceiling).
+func (o *operator) withLimits(l config.Limits) {
+	lower := func(a, b int) int {
+		if a <= 0 || (b > 0 && b < a) {
+			return b
+		}
+		return a
+	}
+	lowerD := func(a, b time.Duration) time.Duration { return time.Duration(lower(int(a), int(b))) }
+	c := &o.caps
+	c.Timeout = lowerD(c.Timeout, l.Timeout)
+	c.CompileTimeout = lowerD(c.CompileTimeout, l.CompileTimeout)
+	c.MaxMemoryMB = lower(c.MaxMemoryMB, l.MaxMemoryMB)
+	c.MaxOutputKB = lower(c.MaxOutputKB, l.MaxOutputKB)
+	c.MaxLogKB = lower(c.MaxLogKB, l.MaxLogKB)
+	c.MaxLogLines = lower(c.MaxLogLines, l.MaxLogLines)
+	c.MaxArtifacts = lower(c.MaxArtifacts, l.MaxArtifacts)
+	c.MaxArtifactMB = lower(c.MaxArtifactMB, l.MaxArtifactMB)
+	c.MaxModuleMB = lower(c.MaxModuleMB, l.MaxModuleMB)
 }
 
 func (o *operator) options(cacheDir string, pool int, stderr io.Writer) *wasm.Options {

@@ -6,19 +6,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/manifest"
+	"github.com/toolshed/toolshed/host/wasm"
 )
 
 func cmdPlugins(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: toolshed plugins list [--plugins DIR] [--json]\n       toolshed plugins validate DIR\n       toolshed plugins pin MANIFEST.json...")
+		fmt.Fprintln(stderr, "usage: toolshed plugins list [--plugins DIR] [--json]\n       toolshed plugins validate DIR\n       toolshed plugins pin [--grants FILE] MANIFEST.json...")
 		return errUsage
 	}
 	switch args[0] {
@@ -141,16 +144,25 @@ var sha256Field = regexp.MustCompile(`("sha256"\s*:\s*")([0-9a-fA-F]*)(")`)
 
 // pluginsPin writes the sha256 of each manifest's module into the manifest,
 // keeping the rest of the file as it is. Run it after building a module.
+// With --grants FILE it also pins the module in the operator's grants
+// (plugins.NAME.sha256), so that the plugin's grants apply to that module
+// only.
 func pluginsPin(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("plugins pin", stderr)
+	grantsPath := fs.String("grants", "", "also write each module's sha256 into this grants `FILE` (plugins.NAME.sha256)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolshed plugins pin [--grants FILE] MANIFEST.json...")
+		fs.PrintDefaults()
+	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
-		fmt.Fprintln(stderr, "usage: toolshed plugins pin MANIFEST.json...")
+		fs.Usage()
 		return errUsage
 	}
+	pins := map[string]string{} // plugin name → sha256, for --grants
 	for _, path := range pos {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -181,6 +193,67 @@ func pluginsPin(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		fmt.Fprintf(stdout, "%s: sha256 %s\n", path, hexSum)
+		if m, err := manifest.Decode(out); err == nil {
+			pins[m.Name] = hexSum
+		}
+	}
+	if *grantsPath != "" {
+		return pinGrants(*grantsPath, pins, stdout)
+	}
+	return nil
+}
+
+// pinGrants writes plugins.NAME.sha256 into the grants file for each pin,
+// creating the file or the plugin's entry when missing. The file is
+// rewritten as indented JSON with sorted keys; it must still load.
+func pinGrants(path string, pins map[string]string, stdout io.Writer) error {
+	doc := map[string]any{}
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(data, &doc); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	case !os.IsNotExist(err):
+		return err
+	}
+	plugins, _ := doc["plugins"].(map[string]any)
+	if plugins == nil {
+		if doc["plugins"] != nil {
+			return fmt.Errorf("%s: \"plugins\" is not an object", path)
+		}
+		plugins = map[string]any{}
+		doc["plugins"] = plugins
+	}
+	for name, sum := range pins {
+		g, _ := plugins[name].(map[string]any)
+		if g == nil {
+			if plugins[name] != nil {
+				return fmt.Errorf("%s: plugins.%s is not an object", path, name)
+			}
+			g = map[string]any{}
+			plugins[name] = g
+		}
+		g["sha256"] = sum
+	}
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	out = append(out, '\n')
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, out, 0o600); err != nil {
+		return err
+	}
+	if _, _, err := wasm.LoadGrants(tmp); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("%s: not pinned, the grants would not load: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(pins)) {
+		fmt.Fprintf(stdout, "%s: plugins.%s.sha256 %s\n", path, name, pins[name])
 	}
 	return nil
 }

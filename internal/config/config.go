@@ -26,6 +26,7 @@ type Config struct {
 	Model   Model   `koanf:"model"`
 	Search  Search  `koanf:"search"`
 	Plugins Plugins `koanf:"plugins"`
+	Limits  Limits  `koanf:"limits"`
 	Agent   Agent   `koanf:"agent"`
 	Server  Server  `koanf:"server"`
 	Log     Log     `koanf:"log"`
@@ -57,6 +58,23 @@ type Plugins struct {
 	Poll     time.Duration `koanf:"poll"`
 	CacheDir string        `koanf:"cache_dir"`
 	Pool     int           `koanf:"pool"`
+}
+
+// Limits are the operator's ceilings on what any plugin manifest may ask
+// and the quotas of its capabilities. Zero means the built-in default
+// ceiling (host/wasm's Default* constants), never "no limit"; a manifest
+// asking more gets the ceiling and a warning. The grants file's "caps"
+// may lower them further.
+type Limits struct {
+	Timeout        time.Duration `koanf:"timeout"`
+	MaxMemoryMB    int           `koanf:"max_memory_mb"`
+	MaxOutputKB    int           `koanf:"max_output_kb"`
+	MaxLogKB       int           `koanf:"max_log_kb"`
+	MaxLogLines    int           `koanf:"max_log_lines"`
+	MaxArtifacts   int           `koanf:"max_artifacts"`
+	MaxArtifactMB  int           `koanf:"max_artifact_mb"`
+	MaxModuleMB    int           `koanf:"max_module_mb"`
+	CompileTimeout time.Duration `koanf:"compile_timeout"`
 }
 
 // Agent is the agent loop and its always-on built-in tools.
@@ -106,6 +124,15 @@ func Defaults() map[string]any {
 		"plugins.poll":            "2s",
 		"plugins.cache_dir":       "",
 		"plugins.pool":            2,
+		"limits.timeout":          "0s",
+		"limits.max_memory_mb":    0,
+		"limits.max_output_kb":    0,
+		"limits.max_log_kb":       0,
+		"limits.max_log_lines":    0,
+		"limits.max_artifacts":    0,
+		"limits.max_artifact_mb":  0,
+		"limits.max_module_mb":    0,
+		"limits.compile_timeout":  "0s",
 		"agent.max_rounds":        16,
 		"agent.system_prompt":     "",
 		"agent.time":              true,
@@ -339,6 +366,18 @@ func (l *Loaded) check() error {
 	}
 	if c.Model.Retries < 0 {
 		checks = append(checks, bad("model.retries", "must not be negative (got %d)", c.Model.Retries))
+	}
+	notNegative := map[string]float64{
+		"limits.timeout": float64(c.Limits.Timeout), "limits.max_memory_mb": float64(c.Limits.MaxMemoryMB),
+		"limits.max_output_kb": float64(c.Limits.MaxOutputKB), "limits.max_log_kb": float64(c.Limits.MaxLogKB),
+		"limits.max_log_lines": float64(c.Limits.MaxLogLines), "limits.max_artifacts": float64(c.Limits.MaxArtifacts),
+		"limits.max_artifact_mb": float64(c.Limits.MaxArtifactMB), "limits.max_module_mb": float64(c.Limits.MaxModuleMB),
+		"limits.compile_timeout": float64(c.Limits.CompileTimeout),
+	}
+	for _, k := range slices.Sorted(maps.Keys(notNegative)) {
+		if notNegative[k] < 0 {
+			checks = append(checks, bad(k, "must not be negative (0 is the default ceiling)"))
+		}
 	}
 	if c.Plugins.Poll < 0 {
 		checks = append(checks, bad("plugins.poll", "must not be negative (0 turns polling off)"))
