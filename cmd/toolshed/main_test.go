@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,10 +16,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolshed/toolshed/host"
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/wasm"
+	"github.com/toolshed/toolshed/internal/config"
 	"github.com/toolshed/toolshed/internal/wasmbuild"
 )
 
@@ -495,5 +499,46 @@ func TestToolTokensBundled(t *testing.T) {
 		if r.ToolTokens == 0 || r.AllToolsTokens < 4*r.ToolTokens {
 			t.Errorf("round 1 sent %d tokens against %d for all tools", r.ToolTokens, r.AllToolsTokens)
 		}
+	}
+}
+
+// TestPluginsPinGrants: plugins pin --grants writes the module's sha256
+// into the grants file, keeps what was there, and leaves a file it cannot
+// read as it was.
+func TestPluginsPinGrants(t *testing.T) {
+	dir, module := textkitDir(t)
+	grants := filepath.Join(t.TempDir(), "grants.json")
+	os.WriteFile(grants, []byte(`{"caps": {"timeout_ms": 5000}, "plugins": {"textkit": {"log": true}}}`), 0o644)
+	code, out, errOut := runCLI("plugins", "pin", "--grants", grants, filepath.Join(dir, "textkit.json"))
+	if code != 0 {
+		t.Fatalf("pin: %d %s %s", code, out, errOut)
+	}
+	sum := sha256.Sum256(module)
+	f, err := wasm.ReadGrantsFile(grants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.Plugins["textkit"]
+	if p.SHA256 != hex.EncodeToString(sum[:]) || !p.Log || f.Caps.TimeoutMS != 5000 {
+		t.Fatalf("grants after pin: %+v %+v", f.Caps, p)
+	}
+	bad := []byte(`{"plugins": 3}`)
+	os.WriteFile(grants, bad, 0o644)
+	if code, _, _ := runCLI("plugins", "pin", "--grants", grants, filepath.Join(dir, "textkit.json")); code == 0 {
+		t.Fatal("pinned into a grants file whose plugins is not an object")
+	}
+	if b, _ := os.ReadFile(grants); string(b) != string(bad) {
+		t.Fatalf("the bad grants file was changed: %s", b)
+	}
+}
+
+// TestOperatorLimits: toolshed.yaml's limits and the grants file's caps
+// meet at the lower of the two; zero leaves the other.
+func TestOperatorLimits(t *testing.T) {
+	o := &operator{caps: wasm.Caps{Timeout: 20 * time.Second, MaxMemoryMB: 512}}
+	o.withLimits(config.Limits{Timeout: 30 * time.Second, MaxMemoryMB: 128, MaxArtifacts: 3})
+	want := wasm.Caps{Timeout: 20 * time.Second, MaxMemoryMB: 128, MaxArtifacts: 3}
+	if o.caps != want {
+		t.Fatalf("caps %+v, want %+v", o.caps, want)
 	}
 }
