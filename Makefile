@@ -7,7 +7,7 @@ EVAL      ?= ../shared/eval
 # Packages with concurrent code run under the race detector.
 RACE_PKGS := ./search/... ./host/... ./sdk/...
 
-.PHONY: all build plugins test vet race bench bench-test bench-go bench-runtime bench-serve eval fuzz clean run
+.PHONY: all build plugins test vet race hostile bench bench-test bench-go bench-runtime bench-serve eval fuzz clean run
 
 all: build plugins
 
@@ -67,6 +67,11 @@ bench-runtime:
 	$(GO) test -count=1 -run '^TestChartReport$$' -v ./plugins/chart -args -report
 	$(GO) test -count=1 -run '^TestReloadLatency$$' -v ./host/catalog -args -drops 100
 	$(GO) test -count=1 -run '^TestReloadMemoryFlat$$' -v ./host/wasm -args -cycles 1000
+
+# The hostile suite's table (docs/SECURITY.md): every attack class through
+# the built binary, with its time to fail and peak RSS.
+hostile:
+	$(GO) test -count=1 -run '^TestHostile$$' -v ./cmd/toolshed/ -args -hostile-report
 
 # toolshed serve under load: 500 concurrent chat completions (docs/SERVING.md).
 bench-serve:

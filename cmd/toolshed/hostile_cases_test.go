@@ -227,7 +227,10 @@ var hostileCases = []hostileCase{
 		g := e.grants(map[string]any{"plugins": map[string]any{"hostile": map[string]any{"mounts": map[string]string{"m": mount}}}})
 		r := e.call(15*time.Second, g, "attack", "{}")
 		e.check(r.took < 2*time.Second+slack, r, "took %v", r.took)
-		return r, firstLineOf(r.stdout + r.stderr)
+		if r.killed || r.took >= 2*time.Second {
+			return r, "the read blocked"
+		}
+		return r, "the read returned at once (the module ignores the reply)"
 	}},
 	{class: "12 identity", name: "impostor-manifest", attack: "aaa-sql.json declares the name sql beside sql.json", run: func(e *hostileEnv) (attackRun, string) {
 		grants, _ := e.bundledSQL()
