@@ -72,7 +72,7 @@ type Host struct {
 	mu     sync.Mutex
 	byKey  map[string]*Plugin
 	closed bool
-	bg     sync.WaitGroup // background pool refills
+	bg     sync.WaitGroup // background pool refills and compiles
 	// instSem bounds concurrent instantiations to the CPUs.
 	instSem chan struct{}
 	// compileSem bounds concurrent compiles; a compile past its time
@@ -315,7 +315,9 @@ func (h *Host) compileModule(ctx context.Context, rt wazero.Runtime, code []byte
 		err error
 	}
 	done := make(chan result, 1)
+	h.bg.Add(1) // Close waits for it before closing the cache
 	go func() {
+		defer h.bg.Done()
 		defer func() { <-h.compileSem }()
 		cm, err := rt.CompileModule(context.Background(), code)
 		done <- result{cm, err}

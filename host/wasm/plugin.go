@@ -139,7 +139,7 @@ func (p *Plugin) compile(ctx context.Context) error {
 	// not retried for this version.
 	p.permanent = true
 	if _, err := wasmcheck.Check(code, caps.budget()); err != nil {
-		if le := (*wasmcheck.LimitError)(nil); errors.As(err, &le) {
+		if le := (*wasmcheck.LimitError)(nil); errors.As(err, &le) || errors.Is(err, wasmcheck.ErrUnboundedTable) {
 			return fmt.Errorf("plugin %q: module %s is over the compile budget: %w", p.name, p.cat.ModulePath, err)
 		}
 		return fmt.Errorf("plugin %q: module %s is not valid WebAssembly: %w", p.name, p.cat.ModulePath, err)

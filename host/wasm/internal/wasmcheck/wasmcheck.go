@@ -44,6 +44,11 @@ type Stats struct {
 	growAt    int    // a function using table.grow; -1 when none
 }
 
+// ErrUnboundedTable is a module that grows a table declaring no maximum.
+// A table without a maximum is accepted when the module has no
+// table.grow: its size then stays at its minimum.
+var ErrUnboundedTable = errors.New("a table that grows must declare a maximum")
+
 // LimitError is a budget the module goes over.
 type LimitError struct {
 	Limit    string // the measure, as Limits names it in words
@@ -124,7 +129,7 @@ func Check(code []byte, l Limits) (Stats, error) {
 		}
 	}
 	if st.unbounded != "" && st.growAt >= 0 {
-		return st, fmt.Errorf("%s declares no maximum size and function %d grows a table (table.grow): declare a maximum (the budget is %d elements in all tables)", st.unbounded, st.growAt, l.TableElements)
+		return st, fmt.Errorf("%s declares no maximum size and function %d grows a table (table.grow): %w (the budget is %d elements in all tables)", st.unbounded, st.growAt, ErrUnboundedTable, l.TableElements)
 	}
 	return st, nil
 }

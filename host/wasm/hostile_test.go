@@ -1,0 +1,531 @@
+package wasm_test
+
+// The hostile suite: one test per class of plugin misbehaviour (issue 13,
+// classes 5-10, and FIFOs in mounts), each through the real path (catalog
+// plugin → Host → Session.Call, real wazero) with a module written in
+// WebAssembly text (testdata/hostile/*.wat) or generated here, asserting
+// containment concretely: the time to fail, the peak RSS of a child
+// process running the attack, the files written, a bystander's latency.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/wasm"
+	"github.com/toolshed/toolshed/sdk/plugintest"
+)
+
+// wat assembles testdata/hostile/NAME.wat, after replacing each old
+// string of edits (pairs) by the new one.
+func wat(t testing.TB, name string, edits ...string) []byte {
+	t.Helper()
+	bin, err := exec.LookPath("wat2wasm")
+	if err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skip("wat2wasm (wabt) is not installed")
+		}
+		t.Fatal("wat2wasm (wabt) is not installed; CI must install it")
+	}
+	src, err := os.ReadFile(filepath.Join("testdata", "hostile", name+".wat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(edits); i += 2 {
+		if !bytes.Contains(src, []byte(edits[i])) {
+			t.Fatalf("%s.wat has no %q", name, edits[i])
+		}
+		src = bytes.ReplaceAll(src, []byte(edits[i]), []byte(edits[i+1]))
+	}
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, name+".wat"), filepath.Join(dir, name+".wasm")
+	if err := os.WriteFile(in, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command(bin, in, "-o", out).CombinedOutput(); err != nil {
+		t.Fatalf("wat2wasm %s: %v\n%s", name, err, b)
+	}
+	code, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code
+}
+
+// bystanderSpec is a well-behaved plugin: its tool "other" returns at once.
+func bystanderSpec(t testing.TB) spec {
+	return spec{name: "bystander", module: wat(t, "sleep"), tools: []string{"other"}}
+}
+
+// bystander calls "other" in a new session every few milliseconds (a
+// session's first call: instantiation included) until stop is called,
+// which returns the slowest call and the number of failures.
+func bystander(t *testing.T, h *wasm.Host, snap *catalog.Snapshot) (stop func() (slowest time.Duration, calls, fails int)) {
+	t.Helper()
+	tool, _ := snap.Tool("other")
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var slowest time.Duration
+	var calls, fails int
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				if calls > 0 {
+					return
+				}
+			default:
+			}
+			s := h.NewSession()
+			start := time.Now()
+			res, err := s.Call(context.Background(), tool, json.RawMessage(`{}`))
+			slowest = max(slowest, time.Since(start))
+			calls++
+			if err != nil || res.Content != "ok" {
+				fails++
+			}
+			s.Close(context.Background())
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	return func() (time.Duration, int, int) {
+		close(done)
+		wg.Wait()
+		return slowest, calls, fails
+	}
+}
+
+// bystanderBound is the slowest a bystander's first call may be while an
+// attack runs, on a noisy 2-core machine (with the race detector). It is
+// typically a few milliseconds.
+const bystanderBound = 1500 * time.Millisecond
+
+func checkBystander(t *testing.T, stop func() (time.Duration, int, int)) {
+	t.Helper()
+	slowest, calls, fails := stop()
+	t.Logf("bystander: %d calls, slowest %s", calls, slowest)
+	if calls == 0 || fails > 0 || slowest > bystanderBound {
+		t.Errorf("bystander: %d of %d calls failed, slowest %s (bound %s)", fails, calls, slowest, bystanderBound)
+	}
+}
+
+// timedCall calls tool in a new session and returns the error and the time.
+func timedCall(t *testing.T, h *wasm.Host, snap *catalog.Snapshot, tool string) (time.Duration, error) {
+	t.Helper()
+	s := h.NewSession()
+	defer s.Close(context.Background())
+	start := time.Now()
+	_, err := call(t, s, snap, tool, `{}`)
+	return time.Since(start), err
+}
+
+// slack is what a call may take past its deadline on a noisy machine.
+const slack = time.Second
+
+// Class 5: a 60 s sleep under a 1 s timeout ends at the timeout.
+func TestHostileSleep(t *testing.T) {
+	snap := writePlugins(t, spec{name: "sleep", module: wat(t, "sleep"), tools: []string{"sleep"},
+		limits: `{"timeout_ms": 1000}`}, bystanderSpec(t))
+	h, _ := newHost(t, &wasm.Options{PoolSize: -1})
+	stop := bystander(t, h, snap)
+	took, err := timedCall(t, h, snap, "sleep")
+	checkBystander(t, stop)
+	t.Logf("sleep 60 s under a 1 s timeout: %s, %v", took, err)
+	var ce *wasm.CallError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "timed out") {
+		t.Errorf("err = %v, want a CallError that says timed out", err)
+	}
+	if took > time.Second+slack {
+		t.Errorf("the call took %s; its deadline was 1 s", took)
+	}
+}
+
+// Class 6: a table without a maximum that the module grows is refused
+// before compiling; one over the element budget too; one within it works.
+func TestHostileTable(t *testing.T) {
+	cases := []struct {
+		name, want string
+		edits      []string
+	}{
+		{"nomax", "over the compile budget: table 0 declares no maximum size and function 2 grows a table", nil},
+		{"overmax", "sum of tables' maximum sizes in elements is 200000000, over the limit of 1048576",
+			[]string{"(table $t 1 funcref)", "(table $t 1 200000000 funcref)"}},
+		{"bounded", "", []string{"(table $t 1 funcref)", "(table $t 1 1000 funcref)"}},
+	}
+	var specs []spec
+	for _, c := range cases {
+		specs = append(specs, spec{name: "table-" + c.name, module: wat(t, "table", c.edits...), tools: []string{"grow_" + c.name}})
+	}
+	snap := writePlugins(t, append(specs, bystanderSpec(t))...)
+	h, _ := newHost(t, &wasm.Options{PoolSize: -1})
+	stop := bystander(t, h, snap)
+	for _, c := range cases {
+		took, err := timedCall(t, h, snap, "grow_"+c.name)
+		t.Logf("%s: %s, %v", c.name, took, err)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
+		}
+		if took > slack {
+			t.Errorf("%s: took %s", c.name, took)
+		}
+	}
+	checkBystander(t, stop)
+}
+
+// Class 7: start functions and _initialize that spin end at the plugin's
+// timeout, and a spinning plugin holds at most half the instantiation
+// slots: a bystander's first calls stay fast while four of its sessions
+// keep trying.
+func TestHostileInitLoop(t *testing.T) {
+	snap := writePlugins(t,
+		spec{name: "initloop", module: wat(t, "initloop"), tools: []string{"spin_start"}, limits: `{"timeout_ms": 500}`},
+		spec{name: "initfunc", module: wat(t, "initloop", "(start $spin)", `(export "_initialize" (func $spin))`),
+			tools: []string{"spin_initialize"}, limits: `{"timeout_ms": 500}`},
+		bystanderSpec(t))
+	h, _ := newHost(t, &wasm.Options{PoolSize: -1})
+	for _, tool := range []string{"spin_start", "spin_initialize"} {
+		took, err := timedCall(t, h, snap, tool)
+		t.Logf("%s alone: %s, %v", tool, took, err)
+		if err == nil || !strings.Contains(err.Error(), "timed out") {
+			t.Errorf("%s: err = %v, want timed out", tool, err)
+		}
+		if took > 500*time.Millisecond+slack {
+			t.Errorf("%s: took %s; the plugin's timeout is 500 ms", tool, took)
+		}
+	}
+	stop := bystander(t, h, snap)
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(2500 * time.Millisecond)
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				timedCall(t, h, snap, "spin_start")
+			}
+		}()
+	}
+	wg.Wait()
+	checkBystander(t, stop)
+}
+
+// leb appends v as unsigned LEB128.
+func leb(b []byte, v uint64) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if v == 0 {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+// oneFunctionModule is a module with one function () → () of the given
+// body instructions (the final end added).
+func oneFunctionModule(instrs []byte) []byte {
+	sect := func(m []byte, id byte, body []byte) []byte {
+		return append(leb(append(m, id), uint64(len(body))), body...)
+	}
+	m := []byte("\x00asm\x01\x00\x00\x00")
+	m = sect(m, 1, []byte{1, 0x60, 0, 0})
+	m = sect(m, 3, []byte{1, 0})
+	body := append([]byte{0}, instrs...) // no locals
+	body = append(body, 0x0b)
+	code := leb(leb(nil, 1), uint64(len(body)))
+	return sect(m, 10, append(code, body...))
+}
+
+// Class 8: compilation has a budget. 100,000 nested blocks and a 12 MB
+// function are refused, naming the limit, the value and the function,
+// before wazero sees them; a compile past its time budget fails at the
+// budget; a bystander compiles and runs all along.
+func TestHostileCompileBudget(t *testing.T) {
+	const depth = 80_000 // 240 KB: within the body size budget
+	nested := append(bytes.Repeat([]byte{0x02, 0x40}, depth), bytes.Repeat([]byte{0x0b}, depth)...)
+	big := bytes.Repeat([]byte{0x01}, 12_000_000)
+	snap := writePlugins(t,
+		spec{name: "nested", module: oneFunctionModule(nested), tools: []string{"nested"}},
+		spec{name: "big", module: oneFunctionModule(big), tools: []string{"big"}},
+		bystanderSpec(t))
+	h, _ := newHost(t, &wasm.Options{PoolSize: -1})
+	stop := bystander(t, h, snap)
+	for tool, want := range map[string]string{
+		"nested": "over the compile budget: function 0: control nesting depth is 2049, over the limit of 2048",
+		"big":    "over the compile budget: function 0: body size in bytes is 12000002, over the limit of 262144",
+	} {
+		took, err := timedCall(t, h, snap, tool)
+		t.Logf("%s: %s, %v", tool, took, err)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", tool, err, want)
+		}
+		if took > slack {
+			t.Errorf("%s: took %s", tool, took)
+		}
+	}
+	checkBystander(t, stop)
+
+	// The time budget: a real plugin (a Go module, not in any cache)
+	// against a budget far below its compile time.
+	snap = writePlugins(t, spec{name: "hostile", module: module(t, "hostile"), tools: []string{"ok"}})
+	h2, _ := newHost(t, &wasm.Options{CacheDir: "off", Caps: wasm.Caps{CompileTimeout: 20 * time.Millisecond}})
+	took, err := timedCall(t, h2, snap, "ok")
+	if err == nil || !strings.Contains(err.Error(), "compilation went over its time budget of 20ms") {
+		t.Errorf("compile time budget: err = %v", err)
+	}
+	if took > slack {
+		t.Errorf("compile time budget: took %s", took)
+	}
+}
+
+// Class 10: log and artifact floods stop at the quotas.
+func TestHostileQuotas(t *testing.T) {
+	flood := wat(t, "flood")
+	snap := writePlugins(t, spec{name: "flood", module: flood, tools: []string{"logs", "artifacts"},
+		caps: `{"log": true, "artifacts": true}`, limits: `{"timeout_ms": 5000}`})
+	dir := t.TempDir()
+	h, logs := newHost(t, &wasm.Options{Caps: wasm.Caps{MaxArtifactMB: 2},
+		Grants: map[string]wasm.Grants{"flood": {Log: true, Artifacts: dir}}})
+	s := h.NewSession()
+	defer s.Close(context.Background())
+	start := time.Now()
+	if _, err := call(t, s, snap, "logs", `{}`); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Count(logs.String(), `msg="plugin log"`)
+	t.Logf("log flood: %d messages logged in %s", lines, time.Since(start))
+	if lines != wasm.DefaultMaxLogKB<<10/4000 { // 4,000-byte messages in 64 KiB
+		t.Errorf("%d log messages got through; want %d", lines, wasm.DefaultMaxLogKB<<10/4000)
+	}
+	files := func() (n int, size int64) {
+		es, _ := os.ReadDir(dir)
+		for _, e := range es {
+			info, _ := e.Info()
+			n, size = n+1, size+info.Size()
+		}
+		return n, size
+	}
+	// 576 KiB each: 3 fit in the 2 MiB of a call, 14 in the 8 MiB of a
+	// session (SessionQuotaCalls calls' worth).
+	var lastN int
+	var lastSize int64
+	for i := 1; i <= wasm.SessionQuotaCalls+1; i++ {
+		start := time.Now()
+		if _, err := call(t, s, snap, "artifacts", `{}`); err != nil {
+			t.Fatal(err)
+		}
+		n, size := files()
+		t.Logf("artifact flood, call %d: %d files, %d bytes in all, %s", i, n, size, time.Since(start))
+		if n-lastN > 3 || size-lastSize > 2<<20 || size > wasm.SessionQuotaCalls*2<<20 {
+			t.Errorf("call %d: %d artifacts, %d bytes in all; want at most 3 and 2 MiB a call, 8 MiB a session", i, n, size)
+		}
+		lastN, lastSize = n, size
+	}
+	if lastN != 14 {
+		t.Errorf("%d artifacts stored in the session; want 14", lastN)
+	}
+}
+
+// Class 11 (mounts): a FIFO, a socket or a device in a mount is refused
+// at once, not read until the deadline.
+func TestHostileMountFIFO(t *testing.T) {
+	mount := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(mount, "pipe.json"), 0o644); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	os.Symlink("/dev/zero", filepath.Join(mount, "zero"))
+	manifest := filepath.Join(t.TempDir(), "caps.json")
+	os.WriteFile(manifest, []byte(`{"name": "caps", "version": "1.0.0", "abi_version": 1, "wasm": "caps.wasm", "sha256": "`+strings.Repeat("0", 64)+`",
+		"limits": {"timeout_ms": 3000}, "capabilities": {"mounts": ["m"]}, "tools": [`+toolList("read")+`]}`), 0o644)
+	p := plugintest.New(t, plugintest.Config{Dir: "testdata/plugins/caps", Manifest: manifest,
+		Grants: wasm.Grants{Mounts: map[string]string{"m": mount}}})
+	start := time.Now()
+	res := p.Call("read", json.RawMessage(`{"mount": "m", "path": "pipe.json"}`))
+	took := time.Since(start)
+	t.Logf("FIFO: %s, %+v", took, res)
+	if !res.IsError || !strings.Contains(res.Content, "pipe.json is not a regular file (a named pipe)") || took > slack {
+		t.Errorf("FIFO: %s, %+v", took, res)
+	}
+}
+
+// Operator ceilings: with no caps set, a manifest asking 300 s and 4 GiB
+// gets the default ceilings, with a warning for each.
+func TestCeilings(t *testing.T) {
+	snap := writePlugins(t, spec{name: "greedy", module: wat(t, "sleep"), tools: []string{"sleep"},
+		limits: `{"timeout_ms": 300000, "max_memory_mb": 4096, "max_output_kb": 16384}`})
+	h, logs := newHost(t, nil)
+	if _, err := h.Plugin(snap.Plugins[0]); err != nil {
+		t.Fatal(err)
+	}
+	l := logs.String()
+	for _, want := range []string{"limit=timeout_ms asked=300000 ceiling=60000", "limit=max_memory_mb asked=4096 ceiling=256",
+		"limit=max_output_kb asked=16384 ceiling=4096", "timeout=1m0s max_memory_mb=256 max_output_kb=4096"} {
+		if !strings.Contains(l, want) {
+			t.Errorf("log lacks %q:\n%s", want, l)
+		}
+	}
+	// The ceiling holds: a 60 s sleep under a 1 s ceiling.
+	h2, _ := newHost(t, &wasm.Options{Caps: wasm.Caps{Timeout: time.Second}})
+	if took, err := timedCall(t, h2, snap, "sleep"); err == nil || took > time.Second+slack {
+		t.Errorf("sleep under a 1 s ceiling: %s, %v", took, err)
+	}
+}
+
+// Grant pins: grants pinned to another sha256 are not given.
+func TestGrantPin(t *testing.T) {
+	flood := wat(t, "flood")
+	sum := sha256.Sum256(flood)
+	right := hex.EncodeToString(sum[:])
+	snap := writePlugins(t, spec{name: "flood", module: flood, tools: []string{"logs"}, caps: `{"log": true}`})
+	for _, pin := range []string{strings.ToUpper(right), strings.Repeat("ab", 32)} {
+		h, logs := newHost(t, &wasm.Options{Grants: map[string]wasm.Grants{"flood": {Log: true, SHA256: pin}}})
+		if _, err := timedCall(t, h, snap, "logs"); err != nil {
+			t.Fatal(err)
+		}
+		l := logs.String()
+		granted := strings.Contains(l, `msg="plugin log"`)
+		warned := strings.Contains(l, "pinned_sha256="+strings.ToLower(pin)+" module_sha256="+right)
+		if pin == strings.ToUpper(right) && (!granted || warned) || pin != strings.ToUpper(right) && (granted || !warned) {
+			t.Errorf("pin %s: granted=%v warned=%v\n%s", pin, granted, warned, l)
+		}
+	}
+}
+
+// Class 6 and 9, host memory: each attack runs in a child process (this
+// test binary again), which reports how far its RSS peaked (VmHWM, reset
+// just before the call) above its RSS before the call; a harmless call
+// of the same plugin is the baseline.
+func TestHostileRSS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("child processes")
+	}
+	wat(t, "memory") // skips here when wat2wasm is missing
+	cases := []struct {
+		name  string
+		bound int64 // MiB over the baseline child
+	}{
+		// Linear memory grown page by page to its 64 MiB cap, every page
+		// written: the cap plus slack for the GC's pacing.
+		{"memory", 64 + 40},
+		// The engine's call stack grows by doubling to wazero 1.12's
+		// fixed ceiling (callStackCeiling, 50 MB: the last stack is
+		// ~84 MB and the one before ~42 MB while it is copied).
+		{"recursion", 200},
+		// A table within the element budget grown to its maximum.
+		{"table", 8 + 40},
+	}
+	base := childRSS(t, "memory", "ok")
+	t.Logf("a harmless call: peak RSS +%.1f MiB", float64(base)/(1<<20))
+	for _, c := range cases {
+		grew := childRSS(t, c.name, "attack")
+		t.Logf("%s: peak RSS +%.1f MiB during the call (bound +%d MiB)", c.name, float64(grew)/(1<<20), c.bound)
+		if grew-base > c.bound<<20 {
+			t.Errorf("%s: peak RSS grew %.1f MiB during the call; bound %d MiB", c.name, float64(grew)/(1<<20), c.bound)
+		}
+	}
+}
+
+// childRSS runs TestHostileChild for module NAME, tool "ok" or "attack",
+// and returns its peak RSS in bytes.
+func childRSS(t *testing.T, name, tool string) int64 {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHostileChild$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "TOOLSHED_HOSTILE_CHILD="+name+":"+tool)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child %s: %v\n%s", name, err, out)
+	}
+	if !bytes.Contains(out, []byte("CHILD-DONE")) {
+		t.Fatalf("child %s did not finish:\n%s", name, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "CHILD-DONE") {
+			t.Logf("child %s %s: %s", name, tool, strings.TrimSpace(line))
+		}
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		var grew int64
+		if _, err := fmt.Sscanf(line, "CHILD-PEAK %d", &grew); err == nil {
+			return grew
+		}
+	}
+	t.Fatalf("child %s printed no peak:\n%s", name, out)
+	return 0
+}
+
+// procStatus reads a field of /proc/self/status in bytes ("VmRSS").
+func procStatus(field string) int64 {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(b), "\n") {
+		var kb int64
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			fmt.Sscan(rest, &kb)
+			return kb << 10
+		}
+	}
+	return -1
+}
+
+// TestHostileChild is the child process of TestHostileRSS.
+func TestHostileChild(t *testing.T) {
+	env := os.Getenv("TOOLSHED_HOSTILE_CHILD")
+	if env == "" {
+		t.Skip("run by TestHostileRSS")
+	}
+	name, tool, _ := strings.Cut(env, ":")
+	var code []byte
+	switch name {
+	case "table":
+		code = wat(t, "table", "(table $t 1 funcref)", "(table $t 1 1048576 funcref)", "(i32.const 100000000)", "(i32.const 1048575)")
+	default:
+		code = wat(t, name)
+	}
+	snap := writePlugins(t, spec{name: name, module: code, tools: []string{"attack", "ok"},
+		limits: `{"timeout_ms": 10000, "max_memory_mb": 64}`})
+	h, _ := newHost(t, &wasm.Options{CacheDir: "off", PoolSize: -1})
+	p, _ := h.Plugin(snap.Plugins[0])
+	if err := p.Compile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	debug.FreeOSMemory()
+	// The peak is measured from here: "5" resets VmHWM to VmRSS. Where
+	// that is not possible, the peak is the process's (maxrss), which
+	// includes the catalog's load.
+	reset := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+	before := procStatus("VmRSS")
+	start := time.Now()
+	_, err := timedCall(t, h, snap, tool)
+	fmt.Printf("CHILD-DONE %s %s in %s: %v\n", name, tool, time.Since(start).Round(time.Millisecond), firstLineOf(err))
+	peak := procStatus("VmHWM")
+	if !reset || before < 0 || peak < 0 {
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		before, peak = 0, ru.Maxrss<<10
+	}
+	fmt.Printf("CHILD-PEAK %d\n", peak-before)
+}
+
+func firstLineOf(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
