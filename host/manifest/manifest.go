@@ -19,7 +19,6 @@ import (
 	"io"
 	"io/fs"
 	"net/url"
-	"os"
 	"path"
 	"regexp"
 	"strconv"
@@ -34,12 +33,17 @@ import (
 // ABIVersion is the plugin ABI this host speaks. A manifest must name it.
 const ABIVersion = 1
 
-// Size limits of a manifest and its parts.
+// Size limits of a manifest and its parts. They bound what one manifest
+// costs the host to read, validate and index (docs/MANIFEST.md gives the
+// measured cost); the bundled manifests use a small fraction of each (the
+// largest: 5 KB, 4 tools, 666-byte schemas nested 8 levels).
 const (
-	MaxFileBytes        = 1 << 20
-	MaxTools            = 128
+	MaxFileBytes        = 256 << 10 // the whole file
+	MaxTools            = 64
 	MaxDescriptionBytes = 4096
-	MaxSchemaBytes      = 64 << 10
+	MaxSchemaBytes      = 16 << 10 // one tool's parameters
+	MaxSchemaBytesTotal = 64 << 10 // the parameters of all tools of a manifest
+	MaxSchemaDepth      = 16       // JSON nesting inside parameters
 	MaxKeywords         = 64
 	MaxKeywordBytes     = 128
 	MaxExamples         = 32
@@ -157,8 +161,10 @@ func (es Errors) Error() string {
 }
 
 // LoadFile reads and validates the manifest at path. Errors name the file.
+// Only a regular file is read, and opening never blocks: a named pipe,
+// socket, device or directory is refused (ReadRegular).
 func LoadFile(path string) (*Manifest, error) {
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if err != nil {
 		return nil, Errors{{File: path, Reason: pathErrReason(err)}}
 	}
@@ -231,8 +237,9 @@ var (
 	hostRE = regexp.MustCompile(`^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$|^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*$`)
 )
 
-// ReservedToolNames cannot be used by plugins.
-var ReservedToolNames = []string{"tool_search"}
+// ReservedToolNames cannot be used by plugins, nor any name that clashes
+// with one (names.Clash): tool_search and the host's always-on tools.
+var ReservedToolNames = names.Reserved()
 
 // Validate checks every rule that needs only the manifest itself and
 // returns all problems found: plugin fields, limits, capabilities, then
@@ -294,20 +301,19 @@ func (m *Manifest) Validate() Errors {
 	if len(m.Tools) > MaxTools {
 		bad("tools", "%d tools; at most %d", len(m.Tools), MaxTools)
 	}
-	seen := map[string]string{}
+	reserved := reservedSet()
+	var seen names.Set[struct{}]
+	schemaBytes := 0
 	for i, t := range m.Tools {
 		p := fmt.Sprintf("tools[%d]", i)
-		switch {
-		case !toolNameRE.MatchString(t.Name):
+		if !toolNameRE.MatchString(t.Name) {
 			bad(p+".name", "%q is not a tool name (a letter, then up to 63 of A-Z a-z 0-9 _ -)", t.Name)
-		case isReserved(t.Name):
-			bad(p+".name", "%q is reserved by the host", t.Name)
-		default:
-			key := FoldName(t.Name)
-			if other, dup := seen[key]; dup {
-				bad(p+".name", "%q clashes with tool %q of this manifest (names must differ in more than case and _ -)", t.Name, other)
-			}
-			seen[key] = t.Name
+		} else if other, _, ok := reserved.Find(t.Name); ok {
+			bad(p+".name", "%q is reserved by the host%s", t.Name, clashReason(t.Name, other))
+		} else if other, _, ok := seen.Find(t.Name); ok {
+			bad(p+".name", "%q clashes with tool %q of this manifest%s", t.Name, other, clashReason(t.Name, other))
+		} else {
+			seen.Add(t.Name, struct{}{})
 		}
 		switch {
 		case strings.TrimSpace(t.Description) == "":
@@ -317,6 +323,9 @@ func (m *Manifest) Validate() Errors {
 		}
 		if reason := checkSchema(t.Parameters); reason != "" {
 			bad(p+".parameters", "%s", reason)
+		}
+		if schemaBytes += len(t.Parameters); schemaBytes > MaxSchemaBytesTotal && schemaBytes-len(t.Parameters) <= MaxSchemaBytesTotal {
+			bad(p+".parameters", "the tools' parameters together are larger than %d bytes", MaxSchemaBytesTotal)
 		}
 		checkList := func(field string, list []string, maxN, maxBytes int) {
 			if len(list) > maxN {
@@ -336,13 +345,31 @@ func (m *Manifest) Validate() Errors {
 	return es
 }
 
-func isReserved(name string) bool {
+// reservedSet holds ReservedToolNames.
+func reservedSet() *names.Set[struct{}] {
+	var s names.Set[struct{}]
 	for _, r := range ReservedToolNames {
-		if FoldName(r) == FoldName(name) {
-			return true
-		}
+		s.Add(r, struct{}{})
 	}
-	return false
+	return &s
+}
+
+func isReserved(name string) bool {
+	_, _, ok := reservedSet().Find(name)
+	return ok
+}
+
+// clashReason says how name meets other: ` (names must differ in more than
+// case and _ -)` or ` (it looks like "other")`.
+func clashReason(name, other string) string {
+	switch {
+	case name == other:
+		return ""
+	case names.Fold(name) == names.Fold(other):
+		return fmt.Sprintf(" (it differs from %q only in case and _ -; names must differ in more)", other)
+	default:
+		return fmt.Sprintf(" (it looks like %q: names must not differ only in look-alike characters such as I/l/1, O/0, rn/m, vv/w, cl/d)", other)
+	}
 }
 
 // FoldName is the form in which tool names must differ: lowercase, without
@@ -420,10 +447,31 @@ func checkSchema(raw json.RawMessage) string {
 	if t, _ := top["type"].(string); t != "object" {
 		return `the top level must be {"type": "object", ...}: tool arguments are a JSON object`
 	}
+	if depth(top) > MaxSchemaDepth {
+		return fmt.Sprintf("schema nested deeper than %d levels", MaxSchemaDepth)
+	}
 	if _, err := CompileSchema(raw); err != nil {
 		return "not a valid JSON Schema: " + oneLine(err.Error())
 	}
 	return ""
+}
+
+// depth is the JSON nesting of v: 0 for a scalar, 1 for a flat object.
+func depth(v any) int {
+	d := 0
+	switch v := v.(type) {
+	case map[string]any:
+		for _, e := range v {
+			d = max(d, depth(e))
+		}
+	case []any:
+		for _, e := range v {
+			d = max(d, depth(e))
+		}
+	default:
+		return 0
+	}
+	return d + 1
 }
 
 func oneLine(s string) string {

@@ -266,7 +266,15 @@ func TestDecodeValid(t *testing.T) {
 		{"internal $ref", setTool(0, "parameters", obj{"type": "object", "$defs": obj{"s": obj{"type": "string"}},
 			"properties": obj{"a": obj{"$ref": "#/$defs/s"}}})},
 		{"nesting within the limit", []byte(strings.Replace(baseManifest, `"q": {"type": "string"}`,
-			`"q": {"type": "string", "examples": [`+nested(55)+`]}`, 1))},
+			`"q": {"type": "string", "examples": [`+nested(MaxSchemaDepth-4)+`]}`, 1))},
+		{"max schema bytes in each tool, max total", edit(func(m obj) {
+			var tools []any
+			for i := 0; i < MaxSchemaBytesTotal/MaxSchemaBytes; i++ {
+				tools = append(tools, obj{"name": fmt.Sprintf("t%c", 'a'+i), "description": "d",
+					"parameters": obj{"type": "object", "description": strings.Repeat("x", MaxSchemaBytes-50)}})
+			}
+			m["tools"] = tools
+		})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -301,7 +309,7 @@ func TestDecodeErrors(t *testing.T) {
 		// Reading.
 		{"empty", nil, "", "empty manifest"},
 		{"only whitespace", []byte(" \n\t\r\n"), "", "empty manifest"},
-		{"larger than MaxFileBytes", tooLarge, "", "manifest larger than 1048576 bytes"},
+		{"larger than MaxFileBytes", tooLarge, "", "manifest larger than 262144 bytes"},
 		{"unknown top-level field", set("color", "red"), "color", "unknown field"},
 		{"field name in other case", set("Name", "demo"), "Name", "unknown field"},
 		{"unknown capability", setIn("capabilities", "network", true), "capabilities.network", "unknown field"},
@@ -338,7 +346,17 @@ func TestDecodeErrors(t *testing.T) {
 			"tools[0].parameters.properties.q.examples" + strings.Repeat("[0]", 59), "nested deeper than 64 levels"},
 		{"nesting too deep in a leaf", set("name", json.RawMessage(nested(1000))), "name", "want a string, have an array"},
 		{"100000 open brackets", []byte(strings.Repeat("[", 100000)), "", "want an object, have an array"},
-		{"100000 open objects", []byte(strings.Repeat(`{"a":`, 100000)), "a", "unknown field"},
+		{"50000 open objects", []byte(strings.Repeat(`{"a":`, 50000)), "a", "unknown field"},
+		{"schema nested too deep", []byte(strings.Replace(baseManifest, `"q": {"type": "string"}`,
+			`"q": {"type": "string", "examples": [`+nested(MaxSchemaDepth-3)+`]}`, 1)), "tools[0].parameters", "schema nested deeper than 16 levels"},
+		{"schemas together too large", edit(func(m obj) {
+			var tools []any
+			for i := 0; i <= MaxSchemaBytesTotal/MaxSchemaBytes; i++ {
+				tools = append(tools, obj{"name": fmt.Sprintf("t%c", 'a'+i), "description": "d",
+					"parameters": obj{"type": "object", "description": strings.Repeat("x", MaxSchemaBytes-50)}})
+			}
+			m["tools"] = tools
+		}), "tools[4].parameters", "the tools' parameters together are larger than 65536 bytes"},
 		{"deep objects in a schema", setTool(0, "parameters", json.RawMessage(strings.Repeat(`{"a":`, 100)+"1"+strings.Repeat("}", 100))),
 			"tools[0].parameters" + strings.Repeat(".a", 62), "nested deeper than 64 levels"},
 
@@ -405,7 +423,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"no tools", set("tools", []any{}), "tools", "a plugin needs at least one tool"},
 		{"tools missing", edit(func(m obj) { delete(m, "tools") }), "tools", "a plugin needs at least one tool"},
 		{"tools null", set("tools", nil), "tools", "want an array, have null"},
-		{"too many tools", set("tools", manyTools), "tools", "129 tools; at most 128"},
+		{"too many tools", set("tools", manyTools), "tools", "65 tools; at most 64"},
 		{"tool name starts with digit", setTool(0, "name", "1tool"), "tools[0].name", `"1tool" is not a tool name`},
 		{"tool name with space", setTool(1, "name", "my tool"), "tools[1].name", "is not a tool name"},
 		{"tool name with dot", setTool(0, "name", "a.b"), "tools[0].name", "is not a tool name"},
@@ -447,7 +465,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"parameters file $ref", setTool(0, "parameters", json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"file:///etc/passwd"}}}`)),
 			"tools[0].parameters", "not a valid JSON Schema:"},
 		{"parameters too large", setTool(0, "parameters", obj{"type": "object", "description": strings.Repeat("x", MaxSchemaBytes)}),
-			"tools[0].parameters", "schema larger than 65536 bytes"},
+			"tools[0].parameters", "schema larger than 16384 bytes"},
 		{"too many keywords", setTool(0, "keywords", repeatList("k", MaxKeywords+1)), "tools[0].keywords", "65 entries; at most 64"},
 		{"empty keyword", setTool(0, "keywords", []any{"ok", ""}), "tools[0].keywords[1]", "empty"},
 		{"blank keyword", setTool(1, "keywords", []any{"  "}), "tools[1].keywords[0]", "empty"},
