@@ -1,5 +1,5 @@
-;; Class 10: log and artifact floods. Tool "logs" sends 20,000 log
-;; messages of 4,000 bytes; tool "artifacts" stores 200 artifacts of
+;; Class 10: log and artifact floods. Tool "logs" sends 2,000 log
+;; messages of 4,000 bytes; tool "artifacts" stores 20 artifacts of
 ;; 576 KiB. Both must stop at the quotas with an error to the plugin.
 (module
   (import "toolshed" "host_call" (func $host (param i32 i32 i32 i32) (result i32)))
@@ -27,10 +27,10 @@
         (loop $l
           (drop (call $host (i32.const 64) (i32.const 3) (i32.const 8192) (i32.const 4014)))
           (local.set $i (i32.add (local.get $i) (i32.const 1)))
-          (br_if $l (i32.lt_u (local.get $i) (i32.const 20000)))))
+          (br_if $l (i32.lt_u (local.get $i) (i32.const 2000)))))
       (else
         (loop $l
           (drop (call $host (i32.const 80) (i32.const 12) (i32.const 16384) (i32.const 786454)))
           (local.set $i (i32.add (local.get $i) (i32.const 1)))
-          (br_if $l (i32.lt_u (local.get $i) (i32.const 200))))))
+          (br_if $l (i32.lt_u (local.get $i) (i32.const 20))))))
     (i64.const 0x1000000010)))
