@@ -15,15 +15,19 @@
 package host
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
-	"net"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -81,13 +85,28 @@ type Options struct {
 	Search SearchOptions
 	// MaxRounds bounds the model rounds of one request (default 16).
 	MaxRounds int
-	// Retries is how many times a model call is retried after a 429, a 5xx
-	// or a network error (default 3; negative: none), waiting RetryBackoff
-	// (default 500ms), doubled each time up to 8s.
+	// Upstream, when set, is the model endpoint the host calls over HTTP
+	// itself (Client is then not used for chat completions): it sees the
+	// upstream's status codes and Retry-After, and sends the selection
+	// call's temperature 0, which Client drops.
+	Upstream *Upstream
+	// Retries is how many times a model call is retried after a 408, 409,
+	// 429, a 5xx or a network failure (default 3; negative: none), waiting
+	// RetryBackoff (default 500ms), doubled each time up to 8s, or the
+	// upstream's Retry-After when longer. A Retry-After over MaxRetryWait
+	// (default 8s), or one that would pass the request's deadline, is not
+	// waited out here: the call fails at once with it (ModelError), for
+	// the caller's client to wait. A call that times out is not retried.
 	Retries      int
 	RetryBackoff time.Duration
-	// RequestTimeout bounds one model call (default 2 minutes).
+	MaxRetryWait time.Duration
+	// RequestTimeout bounds one model call (default 2 minutes); the whole
+	// request is bounded by its context's deadline, retries included.
 	RequestTimeout time.Duration
+	// ContinuationKey signs the state a request hands its client in the ids
+	// of client tool calls (RunRequest); nil: a random key per Host, so
+	// continuations do not survive a restart.
+	ContinuationKey []byte
 	// SystemPrompt is prepended as a system message; empty uses
 	// DefaultSystemPrompt, "-" sends none.
 	SystemPrompt string
@@ -103,12 +122,23 @@ const DefaultSystemPrompt = "You have a small set of tools. More specialised too
 	"call tool_search only when the tools you have cannot do the job, with a short description of the capability you need. " +
 	"Tools it finds become callable from your next step on."
 
-// Host runs requests.
+// Host runs requests. The Host New returns is shared by every request;
+// each Session holds a view of it (the same core) whose model calls add
+// their usage to that session's meter, so the tokens of tool_search's
+// selection calls count in the request's usage too.
 type Host struct {
+	*core
+	meter *usageMeter // nil on the shared Host
+}
+
+// core is what every view of a Host shares; nothing in it changes after
+// New but the caches, which have their own locks.
+type core struct {
 	opts    Options
 	goTools []GoTool
 	byName  map[string]*GoTool
 	schemas map[string]compiledSchema // always-on tools' schemas, compiled once
+	sealKey []byte                    // signs continuation ids (see seal)
 
 	emptyOnce sync.Once
 	empty     *catalog.Snapshot // the catalog when none is configured
@@ -122,6 +152,28 @@ type Host struct {
 	tokAll  int
 }
 
+// usageMeter adds up the token usage of one request's model calls. Safe
+// for concurrent use (a round's searches run at once).
+type usageMeter struct {
+	mu    sync.Mutex
+	usage openai.Usage
+}
+
+func (m *usageMeter) add(u openai.Usage) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	addUsage(&m.usage, u)
+	m.mu.Unlock()
+}
+
+func (m *usageMeter) total() openai.Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.usage
+}
+
 // Close releases what New made (the plugin runtime for PluginDir).
 func (h *Host) Close(ctx context.Context) error {
 	if h.ownRuntime {
@@ -133,11 +185,16 @@ func (h *Host) Close(ctx context.Context) error {
 // New checks the options and returns a Host. It panics on programmer
 // errors in Tools (duplicate or reserved names), as registration does.
 func New(opts Options) (*Host, error) {
-	if opts.Client == nil || opts.Model == "" {
-		return nil, errors.New("host: a model client and model name are required")
+	if (opts.Client == nil && opts.Upstream == nil) || opts.Model == "" {
+		return nil, errors.New("host: a model client (or upstream) and model name are required")
 	}
-	h := &Host{opts: opts, byName: map[string]*GoTool{}, schemas: map[string]compiledSchema{},
-		goTools: make([]GoTool, 0, len(opts.Tools)), runtime: opts.Runtime, log: opts.Logger}
+	h := &Host{core: &core{opts: opts, byName: map[string]*GoTool{}, schemas: map[string]compiledSchema{},
+		goTools: make([]GoTool, 0, len(opts.Tools)), runtime: opts.Runtime, log: opts.Logger}}
+	h.sealKey = opts.ContinuationKey
+	if len(h.sealKey) == 0 {
+		h.sealKey = make([]byte, 32)
+		rand.Read(h.sealKey)
+	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -152,6 +209,9 @@ func New(opts Options) (*Host, error) {
 	}
 	if h.opts.RequestTimeout <= 0 {
 		h.opts.RequestTimeout = 2 * time.Minute
+	}
+	if h.opts.MaxRetryWait <= 0 {
+		h.opts.MaxRetryWait = 8 * time.Second
 	}
 	h.opts.Search = h.opts.Search.withDefaults()
 	if opts.PluginDir != "" && opts.Catalog == nil {
@@ -220,6 +280,8 @@ func (h *Host) snapshot() *catalog.Snapshot {
 
 // Response is the outcome of one request.
 type Response struct {
+	// Answer is the text of every round, in order, rounds apart by a
+	// blank line: what a stream sent.
 	Answer     string
 	Messages   []openai.ChatCompletionMessage // the whole conversation, the answer last
 	Discovered []string
@@ -228,9 +290,14 @@ type Response struct {
 	Model string
 	// ClientCalls are the calls of the last round to the request's client
 	// tools (RunRequest): the request ends there and the caller runs them.
+	// The first call's ID is sealed: it carries, signed, the tools the
+	// request discovered and its server-side messages, which the next
+	// RunRequest of the conversation restores from it (stateless: the
+	// client sends the ID back with the conversation).
 	ClientCalls []openai.ToolCall
 	// FinishReason is why the last round ended: "stop", "length",
-	// "tool_calls" (ClientCalls), as the model reported it.
+	// "tool_calls" (ClientCalls), as the model reported it; "length" too
+	// when MaxRounds ended the request (ErrMaxRounds).
 	FinishReason openai.FinishReason
 	// Usage adds up the model's token usage over all rounds (zero where the
 	// model reported none).
@@ -263,7 +330,9 @@ type ToolCallRecord struct {
 	Structured json.RawMessage `json:"structured,omitempty"`
 }
 
-// ErrMaxRounds is returned when the model keeps calling tools past MaxRounds.
+// ErrMaxRounds is returned when the model keeps calling tools past
+// MaxRounds, with the Response so far: its Answer is what the model said,
+// its FinishReason "length".
 var ErrMaxRounds = errors.New("host: the model was still calling tools after the round limit")
 
 // Run runs one request to its answer: rounds of model calls and tool calls
@@ -308,8 +377,19 @@ func (h *Host) RunStream(ctx context.Context, messages []openai.ChatCompletionMe
 }
 
 // ErrInvalidRequest marks a RunRequest the host cannot run as given (the
-// caller's mistake, an HTTP 400).
+// caller's mistake, an HTTP 400); the error is a *RequestError.
 var ErrInvalidRequest = errors.New("invalid request")
+
+// RequestError is a request the host cannot run as given: Param names the
+// field at fault ("messages", "tools[2]"), Message says what to fix.
+type RequestError struct {
+	Param, Message string
+}
+
+func (e *RequestError) Error() string { return "invalid request: " + e.Message }
+
+// Is makes a RequestError match ErrInvalidRequest.
+func (e *RequestError) Is(target error) bool { return target == ErrInvalidRequest }
 
 // RunRequest runs one request given as an OpenAI chat completion request,
 // the way an OpenAI-compatible server receives it. Messages is the
@@ -329,40 +409,40 @@ func (h *Host) RunRequest(ctx context.Context, req openai.ChatCompletionRequest,
 }
 
 func (h *Host) checkRequest(req openai.ChatCompletionRequest) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidRequest, fmt.Sprintf(format, args...))
+	bad := func(param, format string, args ...any) error {
+		return &RequestError{Param: param, Message: fmt.Sprintf(format, args...)}
 	}
 	if len(req.Messages) == 0 {
-		return bad("messages is empty")
+		return bad("messages", "messages is empty")
 	}
 	if req.N > 1 {
-		return bad("n must be 1: the agent loop makes one answer")
+		return bad("n", "n must be 1: the agent loop makes one answer")
 	}
 	if len(req.Functions) > 0 || req.FunctionCall != nil {
-		return bad("functions and function_call are not supported: use tools")
+		return bad("functions", "functions and function_call are not supported: use tools")
 	}
 	switch c := req.ToolChoice.(type) {
 	case nil:
 	case string:
 		if c != "" && c != "auto" && c != "none" {
-			return bad("tool_choice %q is not supported: use \"auto\" or \"none\"", c)
+			return bad("tool_choice", "tool_choice %q is not supported: use \"auto\" or \"none\"", c)
 		}
 	default:
-		return bad("tool_choice naming a tool is not supported: use \"auto\" or \"none\"")
+		return bad("tool_choice", "tool_choice naming a tool is not supported: use \"auto\" or \"none\"")
 	}
 	snap := h.snapshot()
 	seen := map[string]bool{}
 	for i, t := range req.Tools {
 		if t.Type != openai.ToolTypeFunction || t.Function == nil || t.Function.Name == "" {
-			return bad("tools[%d] must be a function with a name", i)
+			return bad(fmt.Sprintf("tools[%d]", i), "tools[%d] must be a function with a name", i)
 		}
 		name := t.Function.Name
 		_, deferred := snap.Tool(name)
 		switch {
 		case seen[name]:
-			return bad("tools[%d]: %q is given twice", i, name)
+			return bad(fmt.Sprintf("tools[%d]", i), "tools[%d]: %q is given twice", i, name)
 		case deferred || h.ownTool(name):
-			return bad("tools[%d]: %q is also the name of a server tool; rename the client tool", i, name)
+			return bad(fmt.Sprintf("tools[%d]", i), "tools[%d]: %q is also the name of a server tool; rename the client tool", i, name)
 		}
 		seen[name] = true
 	}
@@ -377,8 +457,15 @@ func (h *Host) run(ctx context.Context, base openai.ChatCompletionRequest, onEve
 	if model == "" {
 		model = h.opts.Model
 	}
-	msgs := h.withSystem(base.Messages)
+	in, restored := h.unseal(base.Messages)
+	s.discover(restored)
+	msgs := h.withSystem(in)
+	fresh := len(msgs) // the messages this request adds start here
 	resp := &Response{Model: model}
+	// said is the text of every round, in order: the answer is all of it
+	// (streamed or not), rounds apart by a blank line.
+	var said []string
+	spoke := false
 	for round := 0; round < h.opts.MaxRounds; round++ {
 		tools := s.Tools()
 		rec := Round{Tools: s.ToolNames(), ToolTokens: toolTokens(tools), AllToolsTokens: h.allToolsTokens(s.snap)}
@@ -386,43 +473,54 @@ func (h *Host) run(ctx context.Context, base openai.ChatCompletionRequest, onEve
 		req.Model, req.Messages, req.Tools, req.Stream = model, msgs, tools, false
 		var msg openai.ChatCompletionMessage
 		var finish openai.FinishReason
-		var usage openai.Usage
 		var err error
 		if onEvent != nil {
 			onEvent(Event{Kind: EventRound, Round: round + 1})
-			msg, finish, usage, err = h.stream(ctx, req, func(text string) { onEvent(Event{Kind: EventText, Text: text, Round: round + 1}) })
+			first := true
+			msg, finish, err = s.host.stream(ctx, req, func(text string) {
+				if first && spoke {
+					onEvent(Event{Kind: EventText, Text: roundBreak, Round: round + 1})
+				}
+				first, spoke = false, true
+				onEvent(Event{Kind: EventText, Text: text, Round: round + 1})
+			})
 		} else {
 			req.StreamOptions = nil
 			var out openai.ChatCompletionResponse
-			out, err = h.complete(ctx, h.opts.Client, req)
+			out, err = s.host.complete(ctx, h.opts.Client, req)
 			if err == nil && len(out.Choices) == 0 {
-				err = errors.New("the model returned no choice")
+				err = &ModelError{Attempts: 1, Err: errors.New("the answer has no choice")}
 			}
 			if err == nil {
-				msg, finish, usage = out.Choices[0].Message, out.Choices[0].FinishReason, out.Usage
+				msg, finish = out.Choices[0].Message, out.Choices[0].FinishReason
 			}
 		}
-		addUsage(&resp.Usage, usage)
 		if err != nil {
+			resp.Answer = strings.Join(said, roundBreak)
 			return h.finish(resp, s, msgs), fmt.Errorf("host: round %d: model: %w", round+1, err)
 		}
+		if msg.Content != "" {
+			said = append(said, msg.Content)
+		}
+		resp.Answer = strings.Join(said, roundBreak)
 		if msg.Role == "" {
 			msg.Role = openai.ChatMessageRoleAssistant
 		}
 		if client := s.clientCalls(msg.ToolCalls); len(client) > 0 {
-			// The client runs these; the request ends here.
+			// The client runs these; the request ends here. The first call's
+			// id carries what the request found and did, for the next.
 			msg.ToolCalls = client
-			msgs = append(msgs, msg)
 			h.logRound(round+1, rec)
 			resp.Rounds = append(resp.Rounds, rec)
-			resp.Answer, resp.ClientCalls, resp.FinishReason = msg.Content, client, openai.FinishReasonToolCalls
+			resp.ClientCalls, resp.FinishReason = h.seal(client, s.Discovered(), msgs[fresh:]), openai.FinishReasonToolCalls
+			msgs = append(msgs, msg)
 			return h.finish(resp, s, msgs), nil
 		}
 		msgs = append(msgs, msg)
 		if len(msg.ToolCalls) == 0 {
 			h.logRound(round+1, rec)
 			resp.Rounds = append(resp.Rounds, rec)
-			resp.Answer, resp.FinishReason = msg.Content, finish
+			resp.FinishReason = finish
 			if resp.FinishReason == "" {
 				resp.FinishReason = openai.FinishReasonStop
 			}
@@ -444,8 +542,13 @@ func (h *Host) run(ctx context.Context, base openai.ChatCompletionRequest, onEve
 		h.logRound(round+1, rec)
 		msgs = append(msgs, results...)
 	}
+	// The round limit: what was said stands, cut short as a token limit is.
+	resp.FinishReason = openai.FinishReasonLength
 	return h.finish(resp, s, msgs), ErrMaxRounds
 }
+
+// roundBreak separates the text of two rounds in an answer.
+const roundBreak = "\n\n"
 
 func addUsage(sum *openai.Usage, u openai.Usage) {
 	sum.PromptTokens += u.PromptTokens
@@ -474,6 +577,7 @@ func (h *Host) logRound(n int, r Round) {
 func (h *Host) finish(r *Response, s *Session, msgs []openai.ChatCompletionMessage) *Response {
 	r.Messages = msgs
 	r.Discovered = s.Discovered()
+	r.Usage = s.host.meter.total()
 	return r
 }
 
@@ -568,105 +672,6 @@ func (s *Session) Call(ctx context.Context, name, args string) (Result, *SearchR
 	return Result{Content: res.Content, IsError: res.IsError, Structured: res.Structured}, nil
 }
 
-// stream makes one streaming model call and assembles the message: text
-// pieces go to onText as they come; tool calls are put together from
-// their deltas. A stream that ends early is an error. A failure before the
-// first piece arrives is retried like a plain call.
-// It returns the message, the finish reason and the usage the model
-// reported (with stream_options.include_usage).
-func (h *Host) stream(ctx context.Context, req openai.ChatCompletionRequest, onText func(string)) (openai.ChatCompletionMessage, openai.FinishReason, openai.Usage, error) {
-	var usage openai.Usage
-	var finish openai.FinishReason
-	req.Stream = true
-	// Usage is asked for always (telemetry); RunRequest's caller decides
-	// whether its client sees it.
-	req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
-	wait := h.opts.RetryBackoff
-	var st *openai.ChatCompletionStream
-	for attempt := 0; ; attempt++ {
-		// RequestTimeout bounds the wait for the stream's headers too; once
-		// it flows, the idle timer below takes over.
-		sctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		headers := time.AfterFunc(h.opts.RequestTimeout, cancel)
-		var err error
-		st, err = h.opts.Client.CreateChatCompletionStream(sctx, req)
-		headers.Stop()
-		if err == nil {
-			break
-		}
-		if sctx.Err() != nil && ctx.Err() == nil {
-			err = fmt.Errorf("no answer within %s: %w", h.opts.RequestTimeout, context.DeadlineExceeded)
-		}
-		if attempt >= h.opts.Retries || !retryable(err) || ctx.Err() != nil {
-			return openai.ChatCompletionMessage{}, "", usage, err
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return openai.ChatCompletionMessage{}, "", usage, ctx.Err()
-		}
-		wait = min(2*wait, 8*time.Second)
-	}
-	defer st.Close()
-	msg := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant}
-	var text strings.Builder
-	var calls []openai.ToolCall
-	finished := false
-	idle := time.AfterFunc(h.opts.RequestTimeout, func() { st.Close() })
-	defer idle.Stop()
-	for {
-		chunk, err := st.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return msg, "", usage, fmt.Errorf("the model's stream broke off: %w", err)
-		}
-		idle.Reset(h.opts.RequestTimeout)
-		if chunk.Usage != nil {
-			addUsage(&usage, *chunk.Usage)
-		}
-		for _, ch := range chunk.Choices {
-			if ch.FinishReason != "" {
-				finished, finish = true, ch.FinishReason
-			}
-			if d := ch.Delta.Content; d != "" {
-				text.WriteString(d)
-				onText(d)
-			}
-			for _, tc := range ch.Delta.ToolCalls {
-				i := len(calls)
-				if tc.Index != nil {
-					i = *tc.Index
-				} else if tc.ID == "" && len(calls) > 0 {
-					i = len(calls) - 1 // a continuation without an index
-				}
-				if i < 0 || i > 128 {
-					return msg, "", usage, fmt.Errorf("the model's stream has a tool call with index %d", i)
-				}
-				for len(calls) <= i {
-					calls = append(calls, openai.ToolCall{Type: openai.ToolTypeFunction})
-				}
-				c := &calls[i]
-				if tc.ID != "" {
-					c.ID = tc.ID
-				}
-				if tc.Function.Name != "" {
-					c.Function.Name += tc.Function.Name
-				}
-				c.Function.Arguments += tc.Function.Arguments
-			}
-		}
-	}
-	if !finished {
-		return msg, "", usage, errors.New("the model's stream ended before the answer was finished")
-	}
-	msg.Content = text.String()
-	msg.ToolCalls = calls
-	return msg, finish, usage, nil
-}
-
 // toolTokens counts the tokens of tool definitions as sent.
 func toolTokens(tools []openai.Tool) int {
 	total := 0
@@ -703,45 +708,460 @@ func (h *Host) allToolsTokens(snap *catalog.Snapshot) int {
 	return h.tokAll
 }
 
-// complete makes one model call with a timeout, retrying 429s, 5xx and
-// network errors with exponential backoff.
-func (h *Host) complete(ctx context.Context, c *openai.Client, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+// Upstream is an OpenAI-compatible chat completions endpoint. The zero
+// HTTPClient is a plain one; deadlines come from the request's context.
+type Upstream struct {
+	BaseURL    string // up to the API version, e.g. https://api.openai.com/v1
+	APIKey     string // sent as a bearer token; empty: none
+	HTTPClient *http.Client
+}
+
+// ModelError is a model call that failed: what the upstream answered, or
+// that it did not. Callers map it to their own answer (an HTTP front end
+// passes a 4xx or a 429 through, a 5xx or no answer becomes a 502, a
+// timeout a 504); its Error text is for logs: it may name the upstream's
+// address.
+type ModelError struct {
+	// Status is the upstream's HTTP status; 0 when it gave none.
+	Status int
+	// RetryAfter is the upstream's Retry-After (or retry-after-ms).
+	RetryAfter time.Duration
+	// Type, Code, Param and Message are the upstream's error object.
+	Type, Code, Param, Message string
+	// Timeout: no answer within Options.RequestTimeout or the request's
+	// deadline.
+	Timeout bool
+	// Attempts is how many calls were made.
+	Attempts int
+	// Err is the cause when the upstream gave no status (a network
+	// failure, a broken stream, a deadline).
+	Err error
+}
+
+func (e *ModelError) Error() string {
+	var b strings.Builder
+	switch {
+	case e.Timeout:
+		b.WriteString("the model did not answer in time")
+	case e.Status != 0:
+		fmt.Fprintf(&b, "the model answered HTTP %d", e.Status)
+		if e.Code != "" {
+			fmt.Fprintf(&b, " (%s)", e.Code)
+		}
+		if e.Message != "" {
+			fmt.Fprintf(&b, ": %s", oneLine(e.Message))
+		}
+	default:
+		b.WriteString("the model could not be reached")
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
+	if e.Attempts > 1 {
+		fmt.Fprintf(&b, " (after %d attempts)", e.Attempts)
+	}
+	return b.String()
+}
+
+func (e *ModelError) Unwrap() error { return e.Err }
+
+// Is makes a timeout match context.DeadlineExceeded.
+func (e *ModelError) Is(target error) bool { return e.Timeout && target == context.DeadlineExceeded }
+
+// retryable says whether another attempt may help: rate limits, conflicts,
+// server errors and network failures, never a timeout (it would take as
+// long again) nor another 4xx.
+func (e *ModelError) retryable() bool {
+	if e.Timeout {
+		return false
+	}
+	switch {
+	case e.Status == 0:
+		return true
+	case e.Status == http.StatusRequestTimeout, e.Status == http.StatusConflict, e.Status == http.StatusTooManyRequests:
+		return true
+	}
+	return e.Status >= 500
+}
+
+// modelError makes any failure of a model call a *ModelError.
+func modelError(err error) *ModelError {
+	var me *ModelError
+	if errors.As(err, &me) {
+		return me
+	}
+	var api *openai.APIError
+	if errors.As(err, &api) {
+		code, _ := api.Code.(string)
+		if f, ok := api.Code.(float64); ok {
+			code = strconv.FormatFloat(f, 'f', -1, 64)
+		}
+		param := ""
+		if api.Param != nil {
+			param = *api.Param
+		}
+		return &ModelError{Status: api.HTTPStatusCode, Type: api.Type, Code: code, Param: param, Message: api.Message}
+	}
+	var re *openai.RequestError
+	if errors.As(err, &re) {
+		return &ModelError{Status: re.HTTPStatusCode, Message: strings.TrimSpace(string(re.Body))}
+	}
+	return &ModelError{Err: err, Timeout: errors.Is(err, context.DeadlineExceeded)}
+}
+
+// attempt is one model call. It gets a context bounded by
+// Options.RequestTimeout and the request's deadline; done, when called
+// by the attempt, ends that context (a stream keeps it until read).
+type attempt func(ctx context.Context, done context.CancelFunc) error
+
+// call runs a model call with the retry policy of Options.Retries: at most
+// Retries+1 attempts, all within ctx's deadline; a timed-out attempt is
+// final. The error is a *ModelError.
+func (h *Host) call(ctx context.Context, what string, try attempt) error {
 	wait := h.opts.RetryBackoff
-	for attempt := 0; ; attempt++ {
-		rctx, cancel := context.WithTimeout(ctx, h.opts.RequestTimeout)
-		resp, err := c.CreateChatCompletion(rctx, req)
-		cancel()
+	for n := 1; ; n++ {
+		actx, cancel := context.WithCancel(ctx)
+		timedOut := false
+		var tmu sync.Mutex
+		timer := time.AfterFunc(h.opts.RequestTimeout, func() {
+			tmu.Lock()
+			timedOut = true
+			tmu.Unlock()
+			cancel()
+		})
+		done := func() { timer.Stop(); cancel() }
+		err := try(actx, done)
 		if err == nil {
-			return resp, nil
+			timer.Stop()
+			return nil
 		}
-		if attempt >= h.opts.Retries || !retryable(err) || ctx.Err() != nil {
-			if attempt > 0 {
-				err = fmt.Errorf("%w (after %d attempts)", err, attempt+1)
-			}
-			return resp, err
+		done()
+		me := modelError(err)
+		tmu.Lock()
+		switch {
+		case timedOut:
+			me.Timeout, me.Err = true, fmt.Errorf("no answer within %s (model.timeout): %w", h.opts.RequestTimeout, context.DeadlineExceeded)
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			me.Timeout, me.Err = true, fmt.Errorf("the request's deadline passed: %w", context.DeadlineExceeded)
 		}
-		h.log.Warn("model call failed; retrying", "attempt", attempt+1, "wait", wait, "error", err)
+		tmu.Unlock()
+		me.Attempts = n
+		if ctx.Err() != nil && !me.Timeout {
+			me.Err = ctx.Err()
+			return me
+		}
+		delay, ok := h.retryDelay(ctx, me, n, wait)
+		if !ok {
+			return me
+		}
+		h.log.Warn("model call failed; retrying", "call", what, "attempt", n, "wait", delay, "error", me)
 		select {
-		case <-time.After(wait):
+		case <-time.After(delay):
 		case <-ctx.Done():
-			return resp, ctx.Err()
+			me.Err, me.Timeout = ctx.Err(), errors.Is(ctx.Err(), context.DeadlineExceeded)
+			return me
 		}
 		wait = min(2*wait, 8*time.Second)
 	}
 }
 
-func retryable(err error) bool {
-	var api *openai.APIError
-	if errors.As(err, &api) {
-		return api.HTTPStatusCode == 429 || api.HTTPStatusCode >= 500
+// retryDelay is how long to wait before attempt n+1, and whether to make
+// it at all: not after a final failure, not past Retries, not for a
+// Retry-After over MaxRetryWait, and not when the wait would end past the
+// request's deadline.
+func (h *Host) retryDelay(ctx context.Context, me *ModelError, n int, backoff time.Duration) (time.Duration, bool) {
+	if !me.retryable() || n > h.opts.Retries {
+		return 0, false
 	}
-	var re *openai.RequestError
-	if errors.As(err, &re) {
-		return re.HTTPStatusCode == 429 || re.HTTPStatusCode >= 500
+	delay := backoff
+	if me.RetryAfter > 0 {
+		if me.RetryAfter > h.opts.MaxRetryWait {
+			return 0, false
+		}
+		delay = max(delay, me.RetryAfter)
 	}
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF)
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= delay {
+		return 0, false
+	}
+	return delay, true
 }
+
+// complete makes one plain model call with the retry policy (see call);
+// the usage goes to the view's meter.
+func (h *Host) complete(ctx context.Context, c *openai.Client, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	var out openai.ChatCompletionResponse
+	err := h.call(ctx, "complete", func(ctx context.Context, _ context.CancelFunc) error {
+		var err error
+		if u := h.opts.Upstream; u != nil && (c == nil || c == h.opts.Client) {
+			out, err = u.complete(ctx, req)
+		} else {
+			out, err = c.CreateChatCompletion(ctx, req)
+		}
+		return err
+	})
+	if err == nil {
+		h.meter.add(out.Usage)
+	}
+	return out, err
+}
+
+// chunks is a stream of chat completion chunks (go-openai's stream, or
+// the upstream's read here).
+type chunks interface {
+	Recv() (openai.ChatCompletionStreamResponse, error)
+	Close() error
+}
+
+// stream makes one streaming model call and assembles the message: text
+// pieces go to onText as they come; tool calls are put together from
+// their deltas. A failure before the stream starts is retried like a
+// plain call; a stream that breaks off or ends early is an error (not
+// retried: text went out). Options.RequestTimeout bounds the wait for the
+// stream to start and each silence within it. It returns the message and
+// the finish reason; the usage (stream_options.include_usage is always
+// asked) goes to the view's meter.
+func (h *Host) stream(ctx context.Context, req openai.ChatCompletionRequest, onText func(string)) (openai.ChatCompletionMessage, openai.FinishReason, error) {
+	var finish openai.FinishReason
+	req.Stream = true
+	req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+	var st chunks
+	var stop context.CancelFunc
+	err := h.call(ctx, "stream", func(ctx context.Context, done context.CancelFunc) error {
+		var err error
+		if u := h.opts.Upstream; u != nil {
+			st, err = u.stream(ctx, req)
+		} else {
+			st, err = h.opts.Client.CreateChatCompletionStream(ctx, req)
+		}
+		stop = done
+		return err
+	})
+	if err != nil {
+		return openai.ChatCompletionMessage{}, "", err
+	}
+	defer stop()
+	defer st.Close()
+	msg := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant}
+	var text strings.Builder
+	var calls []openai.ToolCall
+	finished := false
+	idle := time.AfterFunc(h.opts.RequestTimeout, stop)
+	defer idle.Stop()
+	broke := func(err error) (openai.ChatCompletionMessage, openai.FinishReason, error) {
+		me := modelError(err)
+		if me.Status == 0 && me.Err != nil && me.Message == "" {
+			me.Err = fmt.Errorf("the stream broke off: %w", me.Err)
+		}
+		me.Timeout = me.Timeout || ctx.Err() == nil && errors.Is(err, context.Canceled)
+		me.Attempts = 1
+		return msg, "", me
+	}
+	for {
+		chunk, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return broke(err)
+		}
+		idle.Reset(h.opts.RequestTimeout)
+		if chunk.Usage != nil {
+			h.meter.add(*chunk.Usage)
+		}
+		for _, ch := range chunk.Choices {
+			if ch.FinishReason != "" {
+				finished, finish = true, ch.FinishReason
+			}
+			if d := ch.Delta.Content; d != "" {
+				text.WriteString(d)
+				onText(d)
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				i := len(calls)
+				if tc.Index != nil {
+					i = *tc.Index
+				} else if tc.ID == "" && len(calls) > 0 {
+					i = len(calls) - 1 // a continuation without an index
+				}
+				if i < 0 || i > 128 {
+					return broke(fmt.Errorf("a tool call with index %d", i))
+				}
+				for len(calls) <= i {
+					calls = append(calls, openai.ToolCall{Type: openai.ToolTypeFunction})
+				}
+				c := &calls[i]
+				if tc.ID != "" {
+					c.ID = tc.ID
+				}
+				if tc.Function.Name != "" {
+					c.Function.Name += tc.Function.Name
+				}
+				c.Function.Arguments += tc.Function.Arguments
+			}
+		}
+	}
+	if !finished {
+		return broke(errors.New("the stream ended before the answer was finished"))
+	}
+	msg.Content = text.String()
+	msg.ToolCalls = calls
+	return msg, finish, nil
+}
+
+// wireRequest is a chat completion request as sent upstream: go-openai
+// omits a zero temperature, which a selection request (one without
+// tools: every agent round carries tool_search) must send.
+type wireRequest struct {
+	openai.ChatCompletionRequest
+	Temperature *float32 `json:"temperature,omitempty"`
+}
+
+// post sends a chat completion request; a status other than 2xx is a
+// *ModelError with the upstream's error object and Retry-After.
+func (u *Upstream) post(ctx context.Context, req openai.ChatCompletionRequest) (*http.Response, error) {
+	w := wireRequest{ChatCompletionRequest: req}
+	if req.Temperature != 0 || len(req.Tools) == 0 {
+		w.Temperature = &req.Temperature
+	}
+	body, err := json.Marshal(w)
+	if err != nil {
+		return nil, err
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(u.BaseURL, "/")+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	if req.Stream {
+		hr.Header.Set("Accept", "text/event-stream")
+	} else {
+		hr.Header.Set("Accept", "application/json")
+	}
+	if u.APIKey != "" {
+		hr.Header.Set("Authorization", "Bearer "+u.APIKey)
+	}
+	c := u.HTTPClient
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Do(hr)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	me := &ModelError{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header)}
+	var e struct {
+		Error *struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Param   any    `json:"param"`
+			Code    any    `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &e) == nil && e.Error != nil {
+		me.Message, me.Type = e.Error.Message, e.Error.Type
+		me.Param, me.Code = scalar(e.Error.Param), scalar(e.Error.Code)
+	} else {
+		me.Message = strings.TrimSpace(string(b))
+	}
+	return nil, me
+}
+
+// scalar is a JSON string or number as text ("" for anything else).
+func scalar(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return ""
+}
+
+// retryAfter reads retry-after-ms, else Retry-After (seconds or a date).
+func retryAfter(h http.Header) time.Duration {
+	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
+		return time.Duration(ms * float64(time.Millisecond))
+	}
+	v := h.Get("Retry-After")
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+func (u *Upstream) complete(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	var out openai.ChatCompletionResponse
+	resp, err := u.post(ctx, req)
+	if err != nil {
+		return out, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return out, fmt.Errorf("reading the answer: %w", err)
+	}
+	return out, nil
+}
+
+func (u *Upstream) stream(ctx context.Context, req openai.ChatCompletionRequest) (chunks, error) {
+	resp, err := u.post(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &sseChunks{body: resp.Body, r: bufio.NewReaderSize(resp.Body, 64<<10)}, nil
+}
+
+// sseChunks reads chat completion chunks from server-sent events: data
+// lines, to [DONE]; an event with an error object is a *ModelError.
+type sseChunks struct {
+	body io.ReadCloser
+	r    *bufio.Reader
+}
+
+func (s *sseChunks) Recv() (openai.ChatCompletionStreamResponse, error) {
+	for {
+		line, err := s.r.ReadBytes('\n')
+		if err != nil && (len(line) == 0 || !errors.Is(err, io.EOF)) {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF // no [DONE]
+			}
+			return openai.ChatCompletionStreamResponse{}, err
+		}
+		data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data:"))
+		if !ok {
+			continue // blank lines, comments, other fields
+		}
+		data = bytes.TrimSpace(data)
+		if string(data) == "[DONE]" {
+			return openai.ChatCompletionStreamResponse{}, io.EOF
+		}
+		var c struct {
+			openai.ChatCompletionStreamResponse
+			Error *struct {
+				Message string `json:"message"`
+				Type    string `json:"type"`
+				Code    any    `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(data, &c); err != nil {
+			return openai.ChatCompletionStreamResponse{}, fmt.Errorf("a malformed chunk: %w", err)
+		}
+		if c.Error != nil {
+			return openai.ChatCompletionStreamResponse{}, &ModelError{Type: c.Error.Type, Code: scalar(c.Error.Code), Message: c.Error.Message,
+				Err: errors.New("an error event in the stream")}
+		}
+		return c.ChatCompletionStreamResponse, nil
+	}
+}
+
+func (s *sseChunks) Close() error { return s.body.Close() }
 
 // compiledSchema is a tool's parameter schema, or why it does not compile.
 type compiledSchema struct {
@@ -767,3 +1187,14 @@ func validateArgs(schema compiledSchema, args json.RawMessage) string {
 
 // sortedNames is used in messages the model reads.
 func sortedNames(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
+
+// WithUpstream returns a Host like h whose model calls go to u (see
+// Options.Upstream). The two share their tools, plugin runtime and
+// continuation key; h is unchanged and still owns what New made (Close
+// it, not the copy).
+func (h *Host) WithUpstream(u *Upstream) *Host {
+	opts := h.opts
+	opts.Upstream = u
+	return &Host{core: &core{opts: opts, goTools: h.goTools, byName: h.byName, schemas: h.schemas,
+		sealKey: h.sealKey, runtime: h.runtime, log: h.log}}
+}
