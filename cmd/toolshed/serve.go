@@ -74,6 +74,7 @@ func (s *server) routes() http.Handler {
 	if s.agent != nil {
 		mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 		mux.HandleFunc("GET /v1/models", s.models)
+		mux.HandleFunc("GET /v1/models/{id...}", s.model)
 	}
 	if s.metrics != nil {
 		mux.Handle("GET /metrics", s.metrics.handler())
@@ -81,8 +82,56 @@ func (s *server) routes() http.Handler {
 	if s.mcp != nil {
 		mux.Handle("/mcp", s.mcpStreams(s.mcp))
 	}
-	return s.instrument(s.authenticate(s.protect(mux)))
+	return withRequestID(s.instrument(s.authenticate(s.protect(jsonMisses(mux)))))
 }
+
+// withRequestID gives every response an x-request-id (as OpenAI's do),
+// the one the server's log records for it.
+func withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := make([]byte, 12)
+		rand.Read(b)
+		w.Header().Set("X-Request-Id", "req_"+hex.EncodeToString(b))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requestID is the id withRequestID gave the response.
+func requestID(w http.ResponseWriter) string { return w.Header().Get("X-Request-Id") }
+
+// jsonMisses answers what the mux does not route (404, 405) in the OpenAI
+// error shape instead of plain text.
+func jsonMisses(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		miss := &missWriter{header: http.Header{}}
+		h.ServeHTTP(miss, r)
+		if allow := miss.header.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		if miss.status == http.StatusMethodNotAllowed {
+			writeError(w, http.StatusMethodNotAllowed, apiErr{Type: "invalid_request_error", Code: "method_not_allowed",
+				Message: fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, miss.header.Get("Allow"))})
+			return
+		}
+		writeError(w, http.StatusNotFound, apiErr{Type: "invalid_request_error", Code: "unknown_url",
+			Message: fmt.Sprintf("unknown request URL: %s %s", r.Method, r.URL.Path)})
+	})
+}
+
+// missWriter keeps what the mux's own 404/405 handler writes.
+type missWriter struct {
+	header http.Header
+	status int
+}
+
+func (m *missWriter) Header() http.Header         { return m.header }
+func (m *missWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (m *missWriter) WriteHeader(code int)        { m.status = code }
 
 // protect refuses what a browser page could make a local server do: a
 // Host that is not loopback on a loopback listener (DNS rebinding),
@@ -179,7 +228,8 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		}
 		if !ok || match != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolshed"`)
-			apiError(w, http.StatusUnauthorized, "authentication_error", "a valid API key is required: Authorization: Bearer KEY")
+			writeError(w, http.StatusUnauthorized, apiErr{Type: "invalid_request_error", Code: "invalid_api_key",
+				Message: "a valid API key is required: Authorization: Bearer KEY"})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -250,9 +300,34 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
-// apiError answers in the OpenAI error shape.
+// apiErr is OpenAI's error object; an empty Param or Code is sent as null.
+type apiErr struct {
+	Message, Type, Param, Code string
+}
+
+func (e apiErr) MarshalJSON() ([]byte, error) {
+	null := func(v string) *string {
+		if v == "" {
+			return nil
+		}
+		return &v
+	}
+	return json.Marshal(struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	}{e.Message, e.Type, null(e.Param), null(e.Code)})
+}
+
+// writeError answers in the OpenAI error shape.
+func writeError(w http.ResponseWriter, status int, e apiErr) {
+	writeJSON(w, status, map[string]apiErr{"error": e})
+}
+
+// apiError answers in the OpenAI error shape, without param or code.
 func apiError(w http.ResponseWriter, status int, typ, msg string) {
-	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}})
+	writeError(w, status, apiErr{Type: typ, Message: msg})
 }
 
 func httpError(w http.ResponseWriter, status int, msg string) {
@@ -318,25 +393,53 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) {
 
 // models lists what the upstream offers.
 func (s *server) models(w http.ResponseWriter, r *http.Request) {
-	if s.agent.client == nil {
-		apiError(w, http.StatusServiceUnavailable, "server_error", errNoModel.Error())
+	data, ok := s.upstreamModels(w, r)
+	if !ok {
 		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	defer cancel()
-	list, err := s.agent.client.ListModels(ctx)
-	if err != nil {
-		apiError(w, http.StatusBadGateway, "upstream_error", "upstream model list: "+err.Error())
-		return
-	}
-	data := list.Models
-	if data == nil {
-		data = []openai.Model{}
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Object string         `json:"object"`
 		Data   []openai.Model `json:"data"`
 	}{"list", data})
+}
+
+// model is one model of the upstream's list, or OpenAI's 404.
+func (s *server) model(w http.ResponseWriter, r *http.Request) {
+	data, ok := s.upstreamModels(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("id")
+	for _, m := range data {
+		if m.ID == id {
+			if m.Object == "" {
+				m.Object = "model"
+			}
+			writeJSON(w, http.StatusOK, m)
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, apiErr{Type: "invalid_request_error", Param: "model", Code: "model_not_found",
+		Message: fmt.Sprintf("the model %q does not exist upstream", id)})
+}
+
+func (s *server) upstreamModels(w http.ResponseWriter, r *http.Request) ([]openai.Model, bool) {
+	if s.agent.client == nil {
+		apiError(w, http.StatusServiceUnavailable, "server_error", errNoModel.Error())
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	list, err := s.agent.client.ListModels(ctx)
+	if err != nil {
+		s.log.Warn("upstream model list failed", "request_id", requestID(w), "error", err)
+		upstreamFailure(err).write(w)
+		return nil, false
+	}
+	if list.Models == nil {
+		return []openai.Model{}, true
+	}
+	return list.Models, true
 }
 
 // The chat completion shapes, as OpenAI sends them.
@@ -417,11 +520,12 @@ func (s *server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 				fmt.Sprintf("the request body is larger than %d bytes (server.max_body_bytes)", tooBig.Limit))
 			return
 		}
-		httpError(w, http.StatusBadRequest, "reading the request: "+err.Error())
+		s.log.Info("reading a request body failed", "request_id", requestID(w), "error", err)
+		httpError(w, http.StatusBadRequest, "the request body could not be read")
 		return
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		httpError(w, http.StatusBadRequest, "the body is not a chat completion request: "+err.Error())
+		writeError(w, http.StatusBadRequest, bodyError(err))
 		return
 	}
 	if s.agent.client == nil {
@@ -449,6 +553,10 @@ func (s *server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		resp, err = s.streamCompletion(ctx, w, id, req)
 	} else {
 		resp, err = s.agent.host.RunRequest(ctx, req, nil)
+		if errors.Is(err, host.ErrMaxRounds) {
+			s.log.Warn("chat completion stopped at the round limit (agent.max_rounds)", "request_id", requestID(w), "id", id)
+			err = nil // what was said stands, with finish_reason "length"
+		}
 		if err == nil {
 			msg := &chatMessage{Role: "assistant", Content: ptr(resp.Answer), ToolCalls: clientToolCalls(resp.ClientCalls, false)}
 			if len(resp.ClientCalls) > 0 && resp.Answer == "" {
@@ -458,12 +566,11 @@ func (s *server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 				Choices: []chatChoice{{Message: msg, FinishReason: ptr(string(resp.FinishReason))}},
 				Usage:   &resp.Usage, Toolshed: trace(resp)})
 		} else {
-			status, typ := completionError(err)
-			apiError(w, status, typ, err.Error())
+			completionFailure(err).write(w)
 		}
 	}
 	s.metrics.observeResponse(resp)
-	attrs := []any{"id", id, "stream", req.Stream, "took", time.Since(start).Round(time.Millisecond)}
+	attrs := []any{"request_id", requestID(w), "id", id, "stream", req.Stream, "took", time.Since(start).Round(time.Millisecond)}
 	if resp != nil {
 		attrs = append(attrs, "model", resp.Model, "rounds", len(resp.Rounds), "discovered", resp.Discovered, "finish", resp.FinishReason)
 	}
@@ -474,27 +581,13 @@ func (s *server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// completionError maps an agent error to an HTTP status and error type.
-func completionError(err error) (int, string) {
-	switch {
-	case errors.Is(err, host.ErrInvalidRequest):
-		return http.StatusBadRequest, "invalid_request_error"
-	case errors.Is(err, context.DeadlineExceeded):
-		return http.StatusGatewayTimeout, "timeout"
-	case errors.Is(err, host.ErrMaxRounds):
-		return http.StatusInternalServerError, "server_error"
-	case errors.Is(err, context.Canceled):
-		return 499, "cancelled"
-	}
-	return http.StatusBadGateway, "upstream_error" // the model failed
-}
-
 // streamWriteTimeout bounds one write of a stream: a client that stops
 // reading does not hold its slot for ever.
 const streamWriteTimeout = 60 * time.Second
 
 // streamCompletion answers with server-sent events in the chat completion
-// chunk format: the answer's text as the model streams it (every round's),
+// chunk format: the answer's text as the model streams it (every round's,
+// rounds apart by a blank line: the same text a plain response carries),
 // SSE comments while tools run (clients ignore them; they keep proxies
 // from timing out), the client tool calls, the finish reason, the usage
 // when stream_options.include_usage asks, then [DONE]. An error before
@@ -549,13 +642,17 @@ func (s *server) streamCompletion(ctx context.Context, w http.ResponseWriter, id
 			rc.Flush()
 		}
 	})
+	if errors.Is(err, host.ErrMaxRounds) {
+		s.log.Warn("chat completion stopped at the round limit (agent.max_rounds)", "request_id", requestID(w), "id", id)
+		err = nil // what was said stands, with finish_reason "length"
+	}
 	if err != nil {
+		f := completionFailure(err)
 		if !started {
-			status, typ := completionError(err)
-			apiError(w, status, typ, err.Error())
+			f.write(w)
 			return resp, err
 		}
-		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": err.Error(), "type": "server_error"}})
+		b, _ := json.Marshal(map[string]apiErr{"error": f.err})
 		fmt.Fprintf(w, "data: %s\n\n", b)
 		rc.Flush()
 		return resp, err
@@ -594,6 +691,11 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 	mu.Lock()
 	rt = ag.runtime
 	mu.Unlock()
+	if ag.client != nil {
+		// Chat completions go over the wire as the host speaks it, which
+		// sees the upstream's status codes and Retry-After.
+		ag.host = ag.host.WithUpstream(&host.Upstream{BaseURL: cfg.Model.BaseURL, APIKey: cfg.Model.APIKey})
+	}
 	s := &server{cfg: cfg.Server, live: live, runtime: rt, agent: ag, log: log,
 		sem: make(chan struct{}, cfg.Server.MaxConcurrent), stopping: make(chan struct{})}
 	s.metrics = newMetrics(rt, live)
