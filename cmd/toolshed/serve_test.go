@@ -253,7 +253,14 @@ func TestChatCompletionsIsolated(t *testing.T) {
 
 func postJSON(t *testing.T, url, key, body string) (*http.Response, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	return send(t, "POST", url, key, body)
+}
+
+// send makes a request with a JSON body and the key as a bearer token
+// (none when empty), and returns the response and its body.
+func send(t *testing.T, method, url, key, body string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)

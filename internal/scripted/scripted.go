@@ -4,11 +4,16 @@
 // with net/http/httptest, so the host under test speaks the real wire
 // protocol to a real HTTP server.
 //
-// The script: the last user message reads "use TOOL with ARGS to QUERY".
-// If TOOL is among the tools sent, the model calls it with ARGS at once;
-// otherwise it first calls tool_search with QUERY, then TOOL with ARGS.
-// After the tool's result it answers "answer: RESULT". A request without
-// tools is a tool-selection request (LLM search mode) and gets Choose.
+// The script: the last user message reads "use TOOL with ARGS to QUERY",
+// optionally followed by " then TOOL2 with ARGS2". If TOOL is among the
+// tools sent, the model calls it with ARGS at once; otherwise it first
+// calls tool_search with QUERY, then TOOL with ARGS. After TOOL's result
+// it calls TOOL2 with ARGS2 when there is one; after the last result it
+// answers "answer: RESULT". A request without tools is a tool-selection
+// request (LLM search mode) and gets Choose.
+//
+// Faults: Before sees each chat completion request first and may answer
+// it itself (an error status, a hang, a dropped connection).
 //
 // A Model is safe for concurrent use.
 package scripted
@@ -36,9 +41,32 @@ type Model struct {
 	Delay time.Duration
 	// NoRecord keeps no requests (for load tests).
 	NoRecord bool
+	// Narrate is text sent along with each tool call (a model that says
+	// what it is about to do).
+	Narrate string
+	// Before, when set, is called with each chat completion request (n
+	// counts them from 1, faults included) before the script; returning
+	// true means it answered the request itself.
+	Before func(n int, w http.ResponseWriter, r *http.Request) bool
 
 	mu       sync.Mutex
 	requests []openai.ChatCompletionRequest
+	bodies   [][]byte
+	calls    int
+}
+
+// Calls counts the chat completion requests received, faults included.
+func (m *Model) Calls() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls
+}
+
+// Bodies returns the bodies of the requests the script answered, as sent.
+func (m *Model) Bodies() [][]byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.bodies)
 }
 
 // Models are the names GET /v1/models lists.
@@ -64,6 +92,13 @@ func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}{"list", list.Models})
 		return
 	}
+	m.mu.Lock()
+	m.calls++
+	n := m.calls
+	m.mu.Unlock()
+	if m.Before != nil && m.Before(n, w, r) {
+		return
+	}
 	body, _ := io.ReadAll(r.Body)
 	var req openai.ChatCompletionRequest
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -73,6 +108,7 @@ func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !m.NoRecord {
 		m.mu.Lock()
 		m.requests = append(m.requests, req)
+		m.bodies = append(m.bodies, body)
 		m.mu.Unlock()
 	}
 	if m.Delay > 0 {
@@ -145,17 +181,24 @@ func (m *Model) reply(req openai.ChatCompletionRequest) openai.ChatCompletionMes
 			user = msg.Content
 		}
 	}
-	var tool, args, query string
-	fmt.Sscanf(user, "use %s with %s to %s", &tool, &args, &query)
+	var tool, args, query, tool2, args2 string
+	fmt.Sscanf(user, "use %s with %s to %s then %s with %s", &tool, &args, &query, &tool2, &args2)
 	last := req.Messages[len(req.Messages)-1]
 	sent := slices.ContainsFunc(req.Tools, func(t openai.Tool) bool { return t.Function.Name == tool })
+	call := func(id, name, args string) openai.ChatCompletionMessage {
+		msg := ToolCall(id, name, args)
+		msg.Content = m.Narrate
+		return msg
+	}
 	switch {
 	case last.Role == "user" && sent:
-		return ToolCall("c1", tool, args)
+		return call("c1", tool, args)
 	case last.Role == "user":
-		return ToolCall("c1", "tool_search", fmt.Sprintf(`{"query": %q}`, query))
+		return call("c1", "tool_search", fmt.Sprintf(`{"query": %q}`, query))
 	case last.Role == "tool" && last.Name == "tool_search":
-		return ToolCall("c2", tool, args)
+		return call("c2", tool, args)
+	case last.Role == "tool" && last.Name == tool && tool2 != "":
+		return call("c3", tool2, args2)
 	case last.Role == "tool":
 		return openai.ChatCompletionMessage{Role: "assistant", Content: "answer: " + last.Content}
 	}
