@@ -7,12 +7,20 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/ncruces/go-sqlite3/driver" // registers "sqlite3"
 )
+
+// The SQLite driver is also registered as "sqlite", the name
+// database/sql users of this package have used (tests open the demo file
+// through it). Plugins' queries never go through database/sql.
+func init() { sql.Register("sqlite", &driver.SQLite{}) }
 
 var placeholder = regexp.MustCompile(`\?`)
 
@@ -100,7 +108,8 @@ func EnsureDemo(path string) error {
 }
 
 func writeDemo(path string) error {
-	db, err := sql.Open("sqlite", "file:"+path)
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path)}
+	db, err := sql.Open("sqlite3", u.String())
 	if err != nil {
 		return err
 	}

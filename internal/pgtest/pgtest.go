@@ -2,6 +2,7 @@
 package pgtest
 
 import (
+	"database/sql"
 	"fmt"
 	"net"
 	"os"
@@ -9,7 +10,10 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 )
 
 // Start starts a throwaway PostgreSQL server in a temporary
@@ -85,4 +89,29 @@ func freePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// ReadOnlyRole creates, through the superuser DSN that Start returned, a
+// login role holding only SELECT on the tables of schema public, with
+// pg_terminate_backend and pg_cancel_backend revoked from PUBLIC (as
+// docs/SQL.md advises), and returns a DSN that connects as it. Call it
+// after the tables exist.
+func ReadOnlyRole(t testing.TB, adminDSN, role string) string {
+	t.Helper()
+	db, err := sql.Open("pgx", adminDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		fmt.Sprintf(`CREATE ROLE %s LOGIN`, role),
+		fmt.Sprintf(`GRANT USAGE ON SCHEMA public TO %s`, role),
+		fmt.Sprintf(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO %s`, role),
+		`REVOKE EXECUTE ON FUNCTION pg_terminate_backend(integer, bigint), pg_cancel_backend(integer) FROM PUBLIC`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return strings.Replace(adminDSN, "user=toolshed", "user="+role, 1)
 }

@@ -164,11 +164,16 @@ func describeTables(a tablesArgs) (sdk.Result, error) {
 			if err != nil {
 				return sdk.Result{}, err
 			}
-			fks, _ = sdk.Query(`SELECT kcu.column_name, ccu.table_name, ccu.column_name
-				FROM information_schema.table_constraints tc
-				JOIN information_schema.key_column_usage kcu ON tc.constraint_name = kcu.constraint_name
-				JOIN information_schema.constraint_column_usage ccu ON tc.constraint_name = ccu.constraint_name
-				WHERE tc.constraint_type = 'FOREIGN KEY' AND tc.table_name = $1`, t.Name)
+			// pg_constraint, not information_schema: the latter shows
+			// constraints only to a table's owner, and the host's role
+			// holds nothing but SELECT.
+			fks, _ = sdk.Query(`SELECT a.attname, r.relname, ra.attname
+				FROM pg_constraint c
+				JOIN LATERAL unnest(c.conkey, c.confkey) AS k(col, refcol) ON true
+				JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.col
+				JOIN pg_class r ON r.oid = c.confrelid
+				JOIN pg_attribute ra ON ra.attrelid = c.confrelid AND ra.attnum = k.refcol
+				WHERE c.contype = 'f' AND c.conrelid = to_regclass($1)`, t.Name)
 			for _, row := range cols.Rows {
 				comments[fmt.Sprint(row[0])] = fmt.Sprint(row[4])
 			}

@@ -24,7 +24,7 @@ func TestSQLPluginPostgres(t *testing.T) {
 	if err := sqlcap.LoadDemoPostgres(context.Background(), admin); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := sqlcap.Open([]sqlcap.Database{{Name: "dw", Driver: "postgres", DSN: dsn}}, sqlcap.Options{})
+	svc, err := sqlcap.Open([]sqlcap.Database{{Name: "dw", Driver: "postgres", DSN: pgtest.ReadOnlyRole(t, dsn, "reader")}}, sqlcap.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
