@@ -91,6 +91,7 @@ func TestServeFaultRateLimit(t *testing.T) {
 	if model.Calls() != 1 || took > 3*time.Second {
 		t.Fatalf("%d upstream calls in %s, want 1 at once", model.Calls(), took)
 	}
+	t.Logf("429 Retry-After 10: 429 in %s, %d upstream call", took.Round(time.Millisecond), model.Calls())
 
 	// Retry-After: 1 is waited out, once.
 	model2 := &scripted.Model{}
@@ -110,6 +111,7 @@ func TestServeFaultRateLimit(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(body, `"hello"`) || model2.Calls() != 2 || took < 950*time.Millisecond || took > 5*time.Second {
 		t.Fatalf("%d after %s, %d calls: %s", resp.StatusCode, took, model2.Calls(), body)
 	}
+	t.Logf("429 Retry-After 1, then an answer: 200 in %s, %d upstream calls", took.Round(time.Millisecond), model2.Calls())
 }
 
 // TestServeFaultStatuses (points 5 and 10): 4xx pass through with the
@@ -157,9 +159,12 @@ func TestServeFaultStatuses(t *testing.T) {
 				t.Errorf("the upstream's secret or internal shows: %s", body)
 			}
 			// Backoff 0.5 s then 1 s: well under the SDKs' own, bounded.
-			if took := time.Since(start); took > 6*time.Second {
+			took := time.Since(start)
+			if took > 6*time.Second {
 				t.Errorf("took %s", took)
 			}
+			t.Logf("upstream %s: %d in %s, %d upstream calls, x-should-retry %q", tc.name, resp.StatusCode,
+				took.Round(time.Millisecond), model.Calls(), resp.Header.Get("X-Should-Retry"))
 			if !strings.Contains(s.logs.String(), resp.Header.Get("X-Request-Id")) {
 				t.Errorf("the log has no record under %s", resp.Header.Get("X-Request-Id"))
 			}
@@ -192,6 +197,7 @@ func TestServeFaultHang(t *testing.T) {
 		if took < 900*time.Millisecond || took > 4*time.Second || model.Calls() != i+1 {
 			t.Fatalf("request %d: 504 after %s with %d upstream calls; want about 1 s and one call", i+1, took, model.Calls())
 		}
+		t.Logf("hang, model.timeout=1s, stream=%v: 504 in %s, one upstream call", i == 1, took.Round(time.Millisecond))
 	}
 }
 
