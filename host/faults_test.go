@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -79,6 +80,7 @@ func TestGivesUpWithClearError(t *testing.T) {
 
 func TestTimeoutAndDeadEndpoint(t *testing.T) {
 	h := faultHost(t, func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body) // so the server notices the client go
 		select {
 		case <-time.After(5 * time.Second):
 		case <-r.Context().Done():
@@ -122,7 +124,70 @@ func TestRoundLimit(t *testing.T) {
 		  "tool_calls":[{"id":"c1","type":"function","function":{"name":"tool_search","arguments":"{\"query\": \"weather\"}"}}]}}]}`))
 	}, host.Options{MaxRounds: 3})
 	resp, err := run(h)
-	if !errors.Is(err, host.ErrMaxRounds) || len(resp.Rounds) != 3 {
-		t.Fatalf("err %v rounds %d", err, len(resp.Rounds))
+	if !errors.Is(err, host.ErrMaxRounds) || len(resp.Rounds) != 3 || resp.FinishReason != openai.FinishReasonLength {
+		t.Fatalf("err %v rounds %d finish %q", err, len(resp.Rounds), resp.FinishReason)
+	}
+}
+
+// upstreamHost is a Host that speaks the wire itself (Options.Upstream).
+func upstreamHost(t *testing.T, handler http.HandlerFunc, opts host.Options) *host.Host {
+	t.Helper()
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	opts.Upstream, opts.Model = &host.Upstream{BaseURL: srv.URL + "/v1", APIKey: "k"}, "m"
+	h, err := host.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestRetryAfterAndDeadline: a Retry-After is waited out when short, not
+// when long or past the deadline (a *ModelError at once, with it); a
+// timeout is not retried.
+func TestRetryAfterAndDeadline(t *testing.T) {
+	var n atomic.Int32
+	after := "1"
+	h := upstreamHost(t, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			w.Header().Set("Retry-After", after)
+			http.Error(w, `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`, 429)
+			return
+		}
+		w.Write([]byte(okBody))
+	}, host.Options{RetryBackoff: 10 * time.Millisecond})
+	start := time.Now()
+	if resp, err := run(h); err != nil || resp.Answer != "hello" || n.Load() != 2 || time.Since(start) < 950*time.Millisecond {
+		t.Fatalf("short Retry-After: %v, %d calls in %s", err, n.Load(), time.Since(start))
+	}
+	for _, tc := range []struct {
+		after    string
+		deadline time.Duration
+	}{{"30", time.Minute}, {"2", 500 * time.Millisecond}} {
+		n.Store(0)
+		after = tc.after
+		ctx, cancel := context.WithTimeout(context.Background(), tc.deadline)
+		start = time.Now()
+		_, err := h.Run(ctx, []openai.ChatCompletionMessage{{Role: "user", Content: "hi"}})
+		cancel()
+		var me *host.ModelError
+		if !errors.As(err, &me) || me.Status != 429 || me.RetryAfter.String() != tc.after+"s" || me.Code != "rate_limit_exceeded" ||
+			n.Load() != 1 || time.Since(start) > 400*time.Millisecond {
+			t.Fatalf("Retry-After %s: %v (%+v), %d calls in %s", tc.after, err, me, n.Load(), time.Since(start))
+		}
+	}
+
+	// A hang: one call, RequestTimeout once, though Retries is 3.
+	n.Store(0)
+	slow := upstreamHost(t, func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		io.ReadAll(r.Body)
+		<-r.Context().Done()
+	}, host.Options{RequestTimeout: 200 * time.Millisecond, RetryBackoff: 10 * time.Millisecond})
+	start = time.Now()
+	_, err := run(slow)
+	var me *host.ModelError
+	if !errors.As(err, &me) || !me.Timeout || !errors.Is(err, context.DeadlineExceeded) || n.Load() != 1 || time.Since(start) > 2*time.Second {
+		t.Fatalf("hang: %v, %d calls in %s", err, n.Load(), time.Since(start))
 	}
 }
