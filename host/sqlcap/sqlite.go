@@ -107,7 +107,7 @@ func (db *sqliteDB) query(ctx context.Context, req abi.SQLRequest, maxRows int) 
 			}
 		}
 	}()
-	auth := &authorizer{}
+	auth := &authorizer{maxValue: db.opts.MaxValueBytes}
 	c, err := db.conn(ctx, auth)
 	if err != nil {
 		return nil, fmt.Errorf("sql: %w", err)
@@ -212,6 +212,7 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 type authorizer struct {
 	stepping bool   // the statement is running: pragma tables run their PRAGMA now
 	refused  string // what was denied first, for the error
+	maxValue int    // LIMIT_LENGTH, for the error
 }
 
 func (a *authorizer) check(action sqlite3.AuthorizerActionCode, name3, name4, schema, inner string) sqlite3.AuthorizerReturnCode {
@@ -268,7 +269,7 @@ func (a *authorizer) explain(err error) error {
 	}
 	switch {
 	case errors.Is(err, sqlite3.TOOBIG):
-		return fmt.Errorf("sql: a string, blob or statement is too big (the limit is %s)", "set by the operator; make the result smaller")
+		return fmt.Errorf("sql: a string or blob would be larger than %d bytes, the limit; make the values smaller", a.maxValue)
 	case errors.Is(err, sqlite3.NOMEM):
 		return errors.New("sql: the query needs more memory than it may use; make it smaller (fewer rows, no huge strings or sorts)")
 	case errors.Is(err, sqlite3.INTERRUPT):
