@@ -890,7 +890,8 @@ func (h *Host) retryDelay(ctx context.Context, me *ModelError, n int, backoff ti
 // the usage goes to the view's meter.
 func (h *Host) complete(ctx context.Context, c *openai.Client, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 	var out openai.ChatCompletionResponse
-	err := h.call(ctx, "complete", func(ctx context.Context, _ context.CancelFunc) error {
+	err := h.call(ctx, "complete", func(ctx context.Context, done context.CancelFunc) error {
+		defer done() // the answer is read whole
 		var err error
 		if u := h.opts.Upstream; u != nil && (c == nil || c == h.opts.Client) {
 			out, err = u.complete(ctx, req)
