@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"runtime"
 	"strconv"
@@ -12,69 +11,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	"github.com/toolshed/toolshed/bench/echo"
 	"github.com/toolshed/toolshed/host/catalog"
-	"github.com/toolshed/toolshed/host/manifest"
+	"github.com/toolshed/toolshed/internal/evalrun"
 	"github.com/toolshed/toolshed/search"
 )
 
-// synthCatalog returns a catalog of n tools made from Seal-Tools. Up to
-// the set's size it is the set's first n tools; past it, the whole set
-// plus tools recombined from two of its entries: the first's name with
-// the second's last name word and a number, both descriptions, both
-// parameter lists. The same n gives the same catalog.
-func synthCatalog(seal []manifest.Tool, n int) []manifest.Tool {
-	if n <= len(seal) {
-		return seal[:n]
-	}
-	out := append(make([]manifest.Tool, 0, n), seal...)
-	r := rand.New(rand.NewPCG(1, uint64(n)))
-	for i := len(seal); i < n; i++ {
-		a, b := seal[r.IntN(len(seal))], seal[r.IntN(len(seal))]
-		t := manifest.Tool{
-			Name:        a.Name + lastWord(b.Name) + strconv.Itoa(i),
-			Description: a.Description + ". " + b.Description,
-			Parameters:  mergeParams(a.Parameters, b.Parameters),
-		}
-		out = append(out, t)
-	}
-	return out
-}
-
-// lastWord is the last camelCase word of a name, capitalised.
-func lastWord(name string) string {
-	i := strings.LastIndexFunc(name, unicode.IsUpper)
-	if i < 0 {
-		i = 0
-	}
-	w := []rune(name[i:])
-	if len(w) > 0 {
-		w[0] = unicode.ToUpper(w[0])
-	}
-	return string(w)
-}
-
-// mergeParams joins two object schemas' properties.
-func mergeParams(a, b json.RawMessage) json.RawMessage {
-	type schema struct {
-		Type       string                     `json:"type"`
-		Properties map[string]json.RawMessage `json:"properties"`
-	}
-	var sa, sb schema
-	json.Unmarshal(a, &sa)
-	json.Unmarshal(b, &sb)
-	m := schema{Type: "object", Properties: map[string]json.RawMessage{}}
-	for k, v := range sb.Properties {
-		m.Properties[k] = v
-	}
-	for k, v := range sa.Properties {
-		m.Properties[k] = v
-	}
-	out, _ := json.Marshal(m)
-	return out
-}
+// synthCatalog returns a catalog of n tools made from Seal-Tools
+// (evalrun.Synth: the set, then recombined distractors).
+var synthCatalog = evalrun.Synth
 
 // scaleRow is one catalog size and engine.
 type scaleRow struct {
@@ -111,16 +57,7 @@ func scaleSearch(seal *dataset, sizes []int, queries int, engines []engineSpec, 
 }
 
 // sample takes n queries spread evenly over qs.
-func sample(qs []query, n int) []query {
-	if n >= len(qs) {
-		return qs
-	}
-	out := make([]query, n)
-	for i := range out {
-		out[i] = qs[i*len(qs)/n]
-	}
-	return out
-}
+var sample = evalrun.Sample
 
 // throughputRow is sessions per second for one kind of session.
 type throughputRow struct {

@@ -13,6 +13,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/internal/tokens"
+	"github.com/toolshed/toolshed/search"
 )
 
 // ToolSearchName is the name of the search tool.
@@ -38,9 +40,18 @@ type SearchOptions struct {
 	// LLMClient and LLMModel choose tools in LLM mode; nil/empty: the main ones.
 	LLMClient *openai.Client
 	LLMModel  string
-	// MaxCandidates bounds the list sent to the LLM (default 100): larger
-	// catalogs are pre-filtered by keyword recall first.
+	// MaxCandidates bounds the number of tools in the list sent to the LLM
+	// (default 400).
 	MaxCandidates int
+	// CandidateTokens bounds that list's size in o200k_base tokens
+	// (default 6000). The list is drawn from the whole pool: the query's
+	// keyword hits first, then the other tools one plugin at a time
+	// (search.Index.Candidates), until either bound is reached.
+	CandidateTokens int
+	// Cut drops hits scoring under this share of the best hit's score when
+	// the model gives no limit (default search.DefaultCut; negative: no
+	// cut). A search with an explicit limit returns up to that many hits.
+	Cut float64
 	// MinScore: in HYBRID mode, a best keyword hit scoring below it counts
 	// as low confidence and the LLM is asked too (0: only when keywords
 	// find nothing).
@@ -58,7 +69,13 @@ func (o SearchOptions) withDefaults() SearchOptions {
 		o.Budget = 8
 	}
 	if o.MaxCandidates <= 0 {
-		o.MaxCandidates = 100
+		o.MaxCandidates = 400
+	}
+	if o.CandidateTokens <= 0 {
+		o.CandidateTokens = 6000
+	}
+	if o.Cut == 0 {
+		o.Cut = search.DefaultCut
 	}
 	return o
 }
@@ -69,26 +86,60 @@ type SearchRecord struct {
 	Mode  Mode   `json:"mode"`
 	// Path is how it was answered: keyword, llm, llm-failed (the model
 	// failed; keyword hits stand), no-llm (a model was wanted but none
-	// could be asked; keyword hits stand), cached, budget, invalid.
+	// could be asked; keyword hits stand), empty (a model was wanted but
+	// the pool is empty), cached, budget, invalid.
 	Path  string   `json:"path"`
 	Found []string `json:"found"`
 	Error string   `json:"error,omitempty"`
+	// Candidates and CandidateTokens describe the list a model was sent
+	// (path llm or llm-failed): how many tools, how many tokens.
+	Candidates      int `json:"candidates,omitempty"`
+	CandidateTokens int `json:"candidate_tokens,omitempty"`
 }
+
+// maxSearchLimit is the most tools one search may return.
+const maxSearchLimit = 20
 
 var toolSearchParams = json.RawMessage(`{"type":"object","properties":{` +
 	`"query":{"type":"string","description":"What the tool should do, in a few words (any language)"},` +
-	`"limit":{"type":"integer","minimum":1,"maximum":20,"description":"How many tools at most (default 5)"}},` +
+	`"limit":{"type":"integer","minimum":1,"maximum":20,"description":"How many tools to return, weaker matches included (default: up to 5 close matches)"}},` +
 	`"required":["query"]}`)
 
 func (h *Host) toolSearchDescription() string {
 	return "Find specialised tools that are not loaded yet (data, SQL, charts, calculation and more). " +
 		"Describe what you need; the tools found become callable from your next step on. " +
+		"Only close matches are returned; to see more, search again with other words or give a limit (up to 20). " +
 		"Use it only when your current tools cannot do the job."
 }
 
-type searchArgs struct {
-	Query string `json:"query"`
-	Limit int    `json:"limit"`
+// parseSearchArgs decodes tool_search's arguments; a non-empty message
+// says what is wrong with them, for the model to read.
+func parseSearchArgs(args string) (query string, limit int, explicit bool, msg string) {
+	var a map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(args), &a); err != nil {
+		if len(args) > search.MaxQueryBytes+1024 {
+			return "", 0, false, fmt.Sprintf("tool_search arguments are %d bytes; the query may be at most %d bytes", len(args), search.MaxQueryBytes)
+		}
+		return "", 0, false, `tool_search arguments must be a JSON object: {"query": "what the tool should do", "limit": 5}`
+	}
+	raw, ok := a["query"]
+	if !ok || json.Unmarshal(raw, &query) != nil {
+		return "", 0, false, `tool_search needs "query", a string saying what the tool should do`
+	}
+	if len(query) > search.MaxQueryBytes {
+		return "", 0, false, fmt.Sprintf("query is %d bytes; the limit is %d bytes: describe the tool you need in a few words", len(query), search.MaxQueryBytes)
+	}
+	if strings.TrimSpace(query) == "" {
+		return "", 0, false, `query is empty: say what the tool should do`
+	}
+	if raw, ok := a["limit"]; ok && string(raw) != "null" {
+		var f float64
+		if json.Unmarshal(raw, &f) != nil || f != float64(int(f)) || f < 1 || f > maxSearchLimit {
+			return "", 0, false, fmt.Sprintf("limit must be an integer from 1 to %d", maxSearchLimit)
+		}
+		return query, int(f), true, ""
+	}
+	return query, 0, false, ""
 }
 
 func (s *Session) toolSearch(ctx context.Context, raw string) (Result, *SearchRecord) {
@@ -128,23 +179,24 @@ type PendingSearch struct {
 func (s *Session) BeginSearch(args string, canAskLLM bool) (*PendingSearch, Result, *SearchRecord) {
 	opts := s.host.opts.Search
 	rec := &SearchRecord{Mode: opts.Mode}
-	var a searchArgs
-	if err := json.Unmarshal([]byte(args), &a); err != nil || strings.TrimSpace(a.Query) == "" {
+	query, limit, explicit, msg := parseSearchArgs(args)
+	if msg != "" {
 		rec.Path = "invalid"
-		return nil, Result{Content: `tool_search needs {"query": "what the tool should do"}`, IsError: true}, rec
+		return nil, Result{Content: msg, IsError: true}, rec
 	}
-	rec.Query = a.Query
-	limit := a.Limit
-	if limit <= 0 {
-		limit = opts.Limit
+	rec.Query = query
+	cut := opts.Cut
+	if !explicit {
+		limit = min(opts.Limit, maxSearchLimit)
+	} else {
+		cut = 0 // the model asked for this many
 	}
-	limit = min(limit, 20)
-	p := &PendingSearch{s: s, rec: rec, query: a.Query, limit: limit,
-		key: fmt.Sprintf("%d\x00%s", limit, strings.ToLower(strings.Join(strings.Fields(a.Query), " ")))}
+	p := &PendingSearch{s: s, rec: rec, query: query, limit: limit,
+		key: fmt.Sprintf("%d\x00%t\x00%s", limit, explicit, strings.ToLower(strings.Join(strings.Fields(query), " ")))}
 	if res, done := s.cachedOrOverBudget(p); done {
 		return nil, res, rec
 	}
-	found, best := s.keyword(a.Query, limit)
+	found, best := s.keyword(query, limit, cut)
 	p.keyword = found
 	rec.Path = "keyword"
 	askLLM := opts.Mode == ModeLLM ||
@@ -154,18 +206,16 @@ func (s *Session) BeginSearch(args string, canAskLLM bool) (*PendingSearch, Resu
 		askLLM = false
 	}
 	if askLLM {
-		p.cands = s.candidates(a.Query, opts.MaxCandidates)
+		var list string
+		p.cands, list, rec.CandidateTokens = s.candidates(query, opts.MaxCandidates, opts.CandidateTokens)
+		rec.Candidates = len(p.cands)
 		if len(p.cands) > 0 {
-			var list strings.Builder
-			for _, t := range p.cands {
-				fmt.Fprintf(&list, "%s: %s\n", t.Name(), firstSentence(t.Spec.Description))
-			}
 			p.System = "You choose tools for a task. Answer with a JSON object only: " +
 				`{"tools": ["name", ...]}` + fmt.Sprintf(", at most %d names from the list, best first; an empty list if none fits.", limit)
-			p.Prompt = "Task: " + a.Query + "\n\nTools:\n" + list.String()
+			p.Prompt = "Task: " + query + "\n\nTools:\n" + list
 			return p, Result{}, rec
 		}
-		rec.Path = "llm" // nothing to choose from: the model would find nothing
+		rec.Path = "empty" // nothing to choose from: no model asked
 		found = nil
 	}
 	res, rec := p.apply(found)
@@ -225,14 +275,15 @@ func (p *PendingSearch) apply(found []string) (Result, *SearchRecord) {
 	return Result{Content: text}, p.rec
 }
 
-// keyword returns the keyword hits and the best score.
-func (s *Session) keyword(q string, limit int) ([]string, float64) {
+// keyword returns the keyword hits that pass the relevance cut at ratio
+// (search.Cut) and the best score.
+func (s *Session) keyword(q string, limit int, ratio float64) ([]string, float64) {
 	res, err := s.snap.Search(q, limit)
 	if err != nil || len(res.Hits) == 0 {
 		return nil, 0
 	}
 	var out []string
-	for _, h := range res.Hits {
+	for _, h := range search.Cut(res.Hits, ratio) {
 		out = append(out, h.Name)
 	}
 	return out, res.Hits[0].Score
@@ -328,19 +379,63 @@ func choose(answer string, cands []*catalog.Tool, limit int) []string {
 	return found
 }
 
-// candidates is the list the selection model sees: the whole pool when it
-// is small, else the keyword recall of the query (never thousands).
-func (s *Session) candidates(q string, max int) []*catalog.Tool {
-	if len(s.snap.Tools) <= max {
-		return s.snap.Tools
-	}
+// candidates is the list the selection model sees, drawn from the whole
+// pool (search.Index.Candidates: keyword hits first, then every plugin in
+// turn) until max tools or budget tokens: the tools, the list's text and
+// its size in tokens. A line that does not fit ends the list.
+//
+// A pool that fits whole is sent whole, in catalog order, whatever the
+// query: the same bytes for every search of that catalog.
+func (s *Session) candidates(q string, max, budget int) ([]*catalog.Tool, string, int) {
 	var out []*catalog.Tool
-	names, _ := s.keyword(q, max)
-	for _, n := range names {
-		t, _ := s.snap.Tool(n)
-		out = append(out, t)
+	var list strings.Builder
+	used := 0
+	if len(s.snap.Tools) <= max {
+		for _, t := range s.snap.Tools {
+			line := candidateLine(t)
+			used += countTokens(line)
+			list.WriteString(line)
+		}
+		if used <= budget {
+			return s.snap.Tools, list.String(), used
+		}
+		list.Reset()
+		used = 0
 	}
-	return out
+	s.snap.Index.Candidates(q, func(name string) bool {
+		if len(out) >= max {
+			return false
+		}
+		t, ok := s.snap.Tool(name)
+		if !ok {
+			return true
+		}
+		line := candidateLine(t)
+		n := countTokens(line)
+		if used+n > budget {
+			return false
+		}
+		used += n
+		out = append(out, t)
+		list.WriteString(line)
+		return true
+	})
+	return out, list.String(), used
+}
+
+// countTokens counts o200k_base tokens, or overestimates them when the
+// vocabulary cannot load.
+func countTokens(s string) int {
+	n, err := tokens.Count(s)
+	if err != nil {
+		return len(s)/3 + 1
+	}
+	return n
+}
+
+// candidateLine is one tool as the selection model reads it.
+func candidateLine(t *catalog.Tool) string {
+	return t.Name() + ": " + firstSentence(t.Spec.Description) + "\n"
 }
 
 var jsonObject = regexp.MustCompile(`(?s)\{.*\}`)

@@ -92,6 +92,19 @@ type Weights struct {
 	// Synonym weighs a lexicon synonym in the query's own language
 	// (气象 → 天气, fetch → retrieve); 0 turns it off.
 	Synonym float64
+	// Overlap is what a query term matched by a higher hit still counts
+	// for in the ranking of the hits below it, per such hit (diversify.go);
+	// 1 or 0 turns the re-rank off.
+	Overlap float64
+	// Novel is the share of the best hit's score that terms no higher hit
+	// matched must give a hit for it to move up.
+	Novel float64
+	// Siblings is how many hits may match a term before it counts for
+	// less (at least 1).
+	Siblings int
+	// Pool is how many hits per hit asked for are re-ranked (at least 16
+	// more than asked for).
+	Pool int
 }
 
 // DefaultWeights are the weights tuned on the evaluation sets (docs/SEARCH.md).
@@ -102,6 +115,10 @@ var DefaultWeights = Weights{
 	K1:        1.2,
 	Expansion: 0.4,
 	Synonym:   0.2,
+	Overlap:   0.3,
+	Novel:     0.25,
+	Siblings:  3,
+	Pool:      4,
 }
 
 // Index is an immutable search index. It is safe for concurrent use.
@@ -120,6 +137,10 @@ type Index struct {
 	// may still be one.
 	nonASCIINames bool
 	build         time.Duration
+	overlap       float32 // Weights.Overlap; 0: no re-rank
+	pool          int
+	novel         float32
+	siblings      int
 	scratch       sync.Pool
 }
 
@@ -294,6 +315,10 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 		return &scratch{score: make([]float32, len(ix.docs)), mask: make([]uint32, len(ix.docs)), slot: make([]int32, len(ix.terms)),
 			terms: make([]queryTerm, 0, maxQueryTerms), own: make([]string, 0, 32), label: make([]string, maskTerms)}
 	}
+	if w.Overlap > 0 && w.Overlap < 1 {
+		ix.overlap, ix.pool, ix.novel = float32(w.Overlap), max(w.Pool, 1), float32(w.Novel)
+		ix.siblings = max(w.Siblings, 1)
+	}
 	ix.build = time.Since(start)
 	return ix, nil
 }
@@ -320,6 +345,10 @@ type scratch struct {
 	terms []queryTerm
 	own   []string
 	label []string // a query term's label, once a hit needs it
+	// contrib and used are diversify's.
+	contrib    []float32
+	key, novel []float32
+	used       []bool
 }
 
 type queryTerm struct {
@@ -376,7 +405,12 @@ func (ix *Index) Search(query string, limit int) (Result, error) {
 	if len(q) <= maxNameQuery && (ix.nonASCIINames || text.IsASCII(q)) {
 		exact, hasExact = ix.exact[foldName(q)]
 	}
-	top := ix.topK(score, limit, exact, hasExact)
+	var top []int32
+	if ix.overlap > 0 && len(qs) > 1 && limit > 1 {
+		top = ix.diversify(ix.topK(score, max(limit*ix.pool, limit+16), exact, hasExact), qs, score, mask, limit, hasExact, sc)
+	} else {
+		top = ix.topK(score, limit, exact, hasExact)
+	}
 	hits := make([]Hit, len(top))
 	for i, d := range top {
 		h := Hit{Name: ix.docs[d].name, Plugin: ix.docs[d].plugin, Score: round4(float64(score[d]))}

@@ -21,6 +21,10 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	noLexicon := fs.Bool("no-lexicon", false, "turn off Chinese-English query expansion (for measurements)")
 	noBigrams := fs.Bool("no-bigrams", false, "turn off Chinese character bigrams (for measurements)")
 	noSynonyms := fs.Bool("no-synonyms", false, "turn off same-language lexicon synonyms (for measurements)")
+	weights := fs.String("weights", "", "search.Weights as JSON over the defaults, e.g. '{\"K1\":1.5}' (for measurements)")
+	cut := fs.Float64("cut", 0, "apply tool_search's relevance cut at `RATIO` of the best score (0: none; 0.3 is the default of tool_search)")
+	synth := fs.Int("synth", 0, "grow the catalog to `N` tools with recombined distractors (as make bench's scale section)")
+	sampleN := fs.Int("sample", 0, "run `N` queries spread evenly over the set (0: all)")
 	var lexicons listFlag
 	fs.Var(&lexicons, "lexicon", "extra Chinese-English lexicon `FILE` (repeatable)")
 	pos, err := parse(fs, args)
@@ -39,16 +43,25 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *synth > 0 {
+		tools = evalrun.Synth(tools, *synth)
+	}
+	queries = evalrun.Sample(queries, *sampleN)
 	cfg := &search.Config{NoLexicon: *noLexicon, NoBigrams: *noBigrams, Lexicons: lexicons}
 	if *zhDict != "" {
 		cfg.Chinese = search.NewSegmenter(*zhDict)
 	}
-	if *noSynonyms {
-		w := search.DefaultWeights
-		w.Synonym = 0
-		cfg.Weights = &w
+	w := search.DefaultWeights
+	if *weights != "" {
+		if err := json.Unmarshal([]byte(*weights), &w); err != nil {
+			return fmt.Errorf("--weights: %w", err)
+		}
 	}
-	ts, dur, heap, err := evalrun.Build(func() (evalrun.Searcher, error) { return evalrun.BuildToolshed(tools, cfg) })
+	if *noSynonyms {
+		w.Synonym = 0
+	}
+	cfg.Weights = &w
+	ts, dur, heap, err := evalrun.Build(func() (evalrun.Searcher, error) { return evalrun.BuildToolshedCut(tools, cfg, *cut) })
 	if err != nil {
 		return err
 	}
@@ -85,10 +98,10 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%d tools, %d queries\n\n", len(tools), len(queries))
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "engine\trecall@1\trecall@5\trecall@10\thit@1\thit@5\tall@10\tMRR\tindex ms\theap MiB\tp50 µs\tp99 µs\t\n")
+	fmt.Fprint(tw, "engine\trecall@1\trecall@5\trecall@10\thit@1\thit@5\tall@10\tMRR\tfound@5\tprec@5\tindex ms\theap MiB\tp50 µs\tp99 µs\t\n")
 	for _, r := range reports {
-		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", r.Engine,
-			r.Recall["1"], r.Recall["5"], r.Recall["10"], r.Hit["1"], r.Hit["5"], r.AllFound, r.MRR,
+		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.2f\t%.4f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", r.Engine,
+			r.Recall["1"], r.Recall["5"], r.Recall["10"], r.Hit["1"], r.Hit["5"], r.AllFound, r.MRR, r.Found5, r.Precision5,
 			r.IndexMS, r.HeapMB, r.QueryUSP50, r.QueryUSP99)
 	}
 	return tw.Flush()

@@ -101,18 +101,23 @@ type Searcher interface {
 
 // Report holds the figures of one run.
 type Report struct {
-	Engine     string             `json:"engine"`
-	Tools      int                `json:"tools"`
-	Queries    int                `json:"queries"`
-	Recall     map[string]float64 `json:"recall"`    // "1","5","10": mean share of the correct tools in the top k
-	Hit        map[string]float64 `json:"hit"`       // "1","5": share of queries with any correct tool in the top k
-	AllFound   float64            `json:"all_found"` // share of queries with every correct tool in the top 10
-	MRR        float64            `json:"mrr"`       // mean reciprocal rank of the first correct tool (top 10)
-	IndexMS    float64            `json:"index_ms"`
-	HeapMB     float64            `json:"heap_mb"` // live heap growth from building the index
-	QueryUSP50 float64            `json:"query_us_p50"`
-	QueryUSP99 float64            `json:"query_us_p99"`
-	PerQuery   []PerQuery         `json:"per_query,omitempty"`
+	Engine   string             `json:"engine"`
+	Tools    int                `json:"tools"`
+	Queries  int                `json:"queries"`
+	Recall   map[string]float64 `json:"recall"`    // "1","5","10": mean share of the correct tools in the top k
+	Hit      map[string]float64 `json:"hit"`       // "1","5": share of queries with any correct tool in the top k
+	AllFound float64            `json:"all_found"` // share of queries with every correct tool in the top 10
+	MRR      float64            `json:"mrr"`       // mean reciprocal rank of the first correct tool (top 10)
+	// Found5 is the mean number of tools a search of 5 returns (what
+	// tool_search would discover); Precision5 the mean share of them that
+	// are correct.
+	Found5     float64    `json:"found5"`
+	Precision5 float64    `json:"precision5"`
+	IndexMS    float64    `json:"index_ms"`
+	HeapMB     float64    `json:"heap_mb"` // live heap growth from building the index
+	QueryUSP50 float64    `json:"query_us_p50"`
+	QueryUSP99 float64    `json:"query_us_p99"`
+	PerQuery   []PerQuery `json:"per_query,omitempty"`
 }
 
 // PerQuery is one query's outcome.
@@ -179,6 +184,17 @@ func Run(s Searcher, queries []Query) Report {
 				r.AllFound++
 			}
 		}
+		top5 := got[:min(5, len(got))]
+		r.Found5 += float64(len(top5))
+		if len(top5) > 0 {
+			right := 0
+			for _, g := range top5 {
+				if want[g] {
+					right++
+				}
+			}
+			r.Precision5 += float64(right) / float64(len(top5))
+		}
 		for j, g := range got {
 			if want[g] {
 				r.MRR += 1 / float64(j+1)
@@ -205,6 +221,7 @@ func Run(s Searcher, queries []Query) Report {
 	}
 	r.AllFound = round(r.AllFound / n)
 	r.MRR = round(r.MRR / n)
+	r.Found5, r.Precision5 = round(r.Found5/n), round(r.Precision5/n)
 	sort.Float64s(lat)
 	r.QueryUSP50 = round(percentile(lat, 0.50))
 	r.QueryUSP99 = round(percentile(lat, 0.99))
@@ -225,7 +242,12 @@ func percentile(sorted []float64, p float64) float64 {
 func round(f float64) float64 { return math.Round(f*1e4) / 1e4 }
 
 // Toolshed is the searcher over a Toolshed index.
-type Toolshed struct{ Index *search.Index }
+type Toolshed struct {
+	Index *search.Index
+	// Cut applies search.Cut with this ratio to the hits (0: none), as
+	// tool_search does when the model gives no limit.
+	Cut float64
+}
 
 // Top returns the names of the best k tools.
 func (t Toolshed) Top(q string, k int) []string {
@@ -233,6 +255,7 @@ func (t Toolshed) Top(q string, k int) []string {
 	if err != nil {
 		return nil
 	}
+	res.Hits = search.Cut(res.Hits, t.Cut)
 	out := make([]string, len(res.Hits))
 	for i, h := range res.Hits {
 		out[i] = h.Name
@@ -242,6 +265,11 @@ func (t Toolshed) Top(q string, k int) []string {
 
 // BuildToolshed indexes tools as the catalog indexes manifests.
 func BuildToolshed(tools []manifest.Tool, cfg *search.Config) (Searcher, error) {
+	return BuildToolshedCut(tools, cfg, 0)
+}
+
+// BuildToolshedCut is BuildToolshed with the relevance cut at ratio.
+func BuildToolshedCut(tools []manifest.Tool, cfg *search.Config, ratio float64) (Searcher, error) {
 	docs := make([]search.Document, len(tools))
 	for i, t := range tools {
 		docs[i] = catalog.Document(t, "eval")
@@ -250,5 +278,5 @@ func BuildToolshed(tools []manifest.Tool, cfg *search.Config) (Searcher, error) 
 	if err != nil {
 		return nil, err
 	}
-	return Toolshed{Index: ix}, nil
+	return Toolshed{Index: ix, Cut: ratio}, nil
 }

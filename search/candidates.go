@@ -1,0 +1,53 @@
+package search
+
+import "sort"
+
+// CandidateDepth is how many keyword hits lead a candidate list.
+const CandidateDepth = 100
+
+// Candidates lists tools for a language model to choose from, drawn from
+// the whole index: first the query's keyword hits (up to CandidateDepth,
+// best first, no cut), then every other tool, taking one tool from each
+// plugin in turn (plugins by name, tools in index order), so that a list
+// cut short still shows every group. take is called with each name in
+// that order and returns false to stop (when a token budget is spent);
+// a query that keyword search cannot match still gets a list. The order is
+// deterministic.
+func (ix *Index) Candidates(q string, take func(name string) bool) {
+	seen := make([]bool, len(ix.docs))
+	if res, err := ix.Search(q, CandidateDepth); err == nil {
+		for _, h := range res.Hits {
+			d := ix.exact[foldName(h.Name)]
+			seen[d] = true
+			if !take(h.Name) {
+				return
+			}
+		}
+	}
+	groups := map[string][]int32{}
+	var plugins []string
+	for d := range ix.docs {
+		p := ix.docs[d].plugin
+		if _, ok := groups[p]; !ok {
+			plugins = append(plugins, p)
+		}
+		if !seen[d] {
+			groups[p] = append(groups[p], int32(d))
+		}
+	}
+	sort.Strings(plugins)
+	for more := true; more; {
+		more = false
+		for _, p := range plugins {
+			g := groups[p]
+			if len(g) == 0 {
+				continue
+			}
+			more = true
+			groups[p] = g[1:]
+			if !take(ix.docs[g[0]].name) {
+				return
+			}
+		}
+	}
+}
