@@ -313,23 +313,9 @@ func (s *Session) describeFound(q string, found []string) string {
 	fmt.Fprintf(&b, "Found %d tool(s); they are callable now:\n", len(found))
 	for _, n := range found {
 		t, _ := s.snap.Tool(n)
-		fmt.Fprintf(&b, "- %s: %s\n", n, firstSentence(t.Spec.Description))
+		fmt.Fprintf(&b, "- %s: %s\n", n, search.FirstSentence(t.Spec.Description))
 	}
 	return strings.TrimRight(b.String(), "\n")
-}
-
-func firstSentence(s string) string {
-	s = strings.TrimSpace(s)
-	for _, sep := range []string{". ", "。", "\n"} {
-		if i := strings.Index(s, sep); i > 0 {
-			s = s[:i+len(strings.TrimSpace(sep))]
-			break
-		}
-	}
-	if r := []rune(s); len(r) > 160 {
-		s = string(r[:159]) + "…"
-	}
-	return s
 }
 
 // selectWithModel asks the host's selection model (Options.Search.LLMClient
@@ -434,9 +420,7 @@ func countTokens(s string) int {
 }
 
 // candidateLine is one tool as the selection model reads it.
-func candidateLine(t *catalog.Tool) string {
-	return t.Name() + ": " + firstSentence(t.Spec.Description) + "\n"
-}
+func candidateLine(t *catalog.Tool) string { return search.CandidateLine(t.Name(), t.Spec.Description) }
 
 var jsonObject = regexp.MustCompile(`(?s)\{.*\}`)
 

@@ -1,6 +1,9 @@
 package search
 
-import "sort"
+import (
+	"sort"
+	"strings"
+)
 
 // CandidateDepth is how many keyword hits lead a candidate list.
 const CandidateDepth = 100
@@ -50,4 +53,25 @@ func (ix *Index) Candidates(q string, take func(name string) bool) {
 			}
 		}
 	}
+}
+
+// CandidateLine is one tool as a selection model reads it in a candidate
+// list: "name: first sentence of the description\n".
+func CandidateLine(name, description string) string {
+	return name + ": " + FirstSentence(description) + "\n"
+}
+
+// FirstSentence is a description's first sentence, at most 160 runes.
+func FirstSentence(s string) string {
+	s = strings.TrimSpace(s)
+	for _, sep := range []string{". ", "。", "\n"} {
+		if i := strings.Index(s, sep); i > 0 {
+			s = s[:i+len(strings.TrimSpace(sep))]
+			break
+		}
+	}
+	if r := []rune(s); len(r) > 160 {
+		s = string(r[:159]) + "…"
+	}
+	return s
 }

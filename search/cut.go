@@ -3,7 +3,7 @@ package search
 // DefaultCut is the relevance cut tool_search applies when the model does
 // not ask for a number of tools: hits scoring under this share of the best
 // hit's score are dropped (docs/SEARCH.md, "The relevance cut").
-const DefaultCut = 0.3
+const DefaultCut = 0.2
 
 // Cut keeps the hits that fit: the first (the best by score, or the exact
 // name match) and every hit scoring at least ratio × the best score, in

@@ -23,6 +23,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	noSynonyms := fs.Bool("no-synonyms", false, "turn off same-language lexicon synonyms (for measurements)")
 	weights := fs.String("weights", "", "search.Weights as JSON over the defaults, e.g. '{\"K1\":1.5}' (for measurements)")
 	cut := fs.Float64("cut", 0, "apply tool_search's relevance cut at `RATIO` of the best score (0: none; 0.3 is the default of tool_search)")
+	cands := fs.Int("candidates", 0, "also measure the LLM candidate lists of at most `TOKENS` tokens (tool_search's default: 6000) over the queries keyword misses")
 	synth := fs.Int("synth", 0, "grow the catalog to `N` tools with recombined distractors (as make bench's scale section)")
 	sampleN := fs.Int("sample", 0, "run `N` queries spread evenly over the set (0: all)")
 	var lexicons listFlag
@@ -68,6 +69,15 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	rep := evalrun.Run(ts, queries)
 	rep.Engine, rep.Tools = "toolshed", len(tools)
 	rep.IndexMS, rep.HeapMB = ms(dur), round2(heap)
+	if *cands > 0 {
+		cr, err := evalrun.Candidates(ts.(evalrun.Toolshed).Index, tools, queries, 400, *cands)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "candidates (budget %d tokens, at most 400 tools): %d queries with no correct tool in the keyword top 5; "+
+			"a correct tool in the list for %.4f of them; list: %.1f tools, %.0f tokens on average\n\n",
+			cr.Budget, cr.Queries, cr.Recall, cr.MeanTools, cr.MeanTokens)
+	}
 	reports := []evalrun.Report{rep}
 	if *baseline {
 		bs, bdur, bheap, err := evalrun.Build(func() (evalrun.Searcher, error) { return evalrun.BuildBaseline(tools) })
