@@ -111,7 +111,7 @@ type Weights struct {
 var DefaultWeights = Weights{
 	//        name keywords examples desc pname pdesc
 	Field:     [numFields]float64{3.0, 2.5, 1.5, 1.0, 0.6, 0.4},
-	B:         [numFields]float64{0.3, 0.5, 0.6, 0.75, 0.5, 0.75},
+	B:         [numFields]float64{0.5, 0.5, 0.6, 0.75, 0.9, 0.9},
 	K1:        1.2,
 	Expansion: 0.4,
 	Synonym:   0.2,
