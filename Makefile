@@ -92,7 +92,6 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFast -fuzztime 30s ./sdk
 	$(GO) test -run '^$$' -fuzz FuzzEncodeFast -fuzztime 30s ./sdk
 	$(GO) test -run '^$$' -fuzz FuzzRequest -fuzztime 30s ./sdk
-	$(GO) test -run '^$$' -fuzz FuzzGate -fuzztime 30s ./host/sqlcap
 	$(GO) test -run '^$$' -fuzz FuzzEval -fuzztime 30s ./plugins/calculate
 
 clean:
