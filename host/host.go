@@ -1188,14 +1188,3 @@ func validateArgs(schema compiledSchema, args json.RawMessage) string {
 
 // sortedNames is used in messages the model reads.
 func sortedNames(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
-
-// WithUpstream returns a Host like h whose model calls go to u (see
-// Options.Upstream). The two share their tools, plugin runtime and
-// continuation key; h is unchanged and still owns what New made (Close
-// it, not the copy).
-func (h *Host) WithUpstream(u *Upstream) *Host {
-	opts := h.opts
-	opts.Upstream = u
-	return &Host{core: &core{opts: opts, goTools: h.goTools, byName: h.byName, schemas: h.schemas,
-		sealKey: h.sealKey, runtime: h.runtime, log: h.log}}
-}

@@ -244,6 +244,16 @@ func newAgent(cfg *config.Config, snapshot func() *catalog.Snapshot, log *slog.L
 	if cfg.Model.Retries == 0 {
 		hopts.Retries = -1
 	}
+	if client != nil {
+		// Model calls go over the wire as the host speaks it, which sees
+		// the upstream's status codes and Retry-After.
+		hopts.Upstream = &host.Upstream{BaseURL: cfg.Model.BaseURL, APIKey: cfg.Model.APIKey}
+	}
+	if hopts.ContinuationKey, err = cfg.Server.ContinuationKeyBytes(); err != nil {
+		rt.Close(context.Background())
+		op.close()
+		return nil, fmt.Errorf("server.continuation_key: %w", err)
+	}
 	if hopts.Client == nil {
 		// Tools only (MCP): the host needs a client value; model calls fail.
 		hopts.Client = openai.NewClientWithConfig(openai.DefaultConfig(""))

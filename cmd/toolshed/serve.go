@@ -691,11 +691,6 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 	mu.Lock()
 	rt = ag.runtime
 	mu.Unlock()
-	if ag.client != nil {
-		// Chat completions go over the wire as the host speaks it, which
-		// sees the upstream's status codes and Retry-After.
-		ag.host = ag.host.WithUpstream(&host.Upstream{BaseURL: cfg.Model.BaseURL, APIKey: cfg.Model.APIKey})
-	}
 	s := &server{cfg: cfg.Server, live: live, runtime: rt, agent: ag, log: log,
 		sem: make(chan struct{}, cfg.Server.MaxConcurrent), stopping: make(chan struct{})}
 	s.metrics = newMetrics(rt, live)

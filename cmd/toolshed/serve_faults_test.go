@@ -417,3 +417,36 @@ func TestSelectionCallOnTheWire(t *testing.T) {
 		t.Fatalf("%d selection requests; usage %+v, upstream prompt tokens %d", selections, resp.Usage, prompt)
 	}
 }
+
+// TestServeContinuationAcrossReplicas: two servers sharing
+// server.continuation_key accept each other's continuation ids (a load
+// balancer may send the follow-up to either); a server with another key
+// restores nothing from them.
+func TestServeContinuationAcrossReplicas(t *testing.T) {
+	key := map[string]string{"server.continuation_key": "c2hhcmVkLWtleS1mb3ItdGhlLXdob2xlLWZsZWV0LTAxMjM0NTY3"}
+	model := &scripted.Model{}
+	a, b := startServe(t, model, key), startServe(t, model, key)
+	other := startServe(t, model, map[string]string{"server.continuation_key": "b3RoZXIta2V5LWZvci10aGUtd2hvbGUtZmxlZXQtMDEyMzQ1Njc="})
+	tools := []openai.Tool{{Type: "function", Function: &openai.FunctionDefinition{Name: "get_location",
+		Description: "The user's city", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}}}
+	ask := user(`use slugify with {"text":"A_B"} to url-slug then get_location with {}`)
+	resp, err := a.client("").CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{Messages: ask, Tools: tools})
+	if err != nil || len(resp.Choices[0].Message.ToolCalls) != 1 {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	msg := resp.Choices[0].Message
+	follow := openai.ChatCompletionRequest{Tools: tools, Messages: append(slices.Clone(ask), msg,
+		openai.ChatCompletionMessage{Role: "tool", ToolCallID: msg.ToolCalls[0].ID, Content: "Paris"})}
+	for _, c := range []struct {
+		s       *served
+		restore bool
+	}{{b, true}, {other, false}} {
+		before := len(model.Requests())
+		if _, err := c.s.client("").CreateChatCompletion(context.Background(), follow); err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Contains(scripted.ToolNames(model.Requests()[before]), "slugify"); got != c.restore {
+			t.Fatalf("restored slugify = %v, want %v", got, c.restore)
+		}
+	}
+}

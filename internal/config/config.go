@@ -5,6 +5,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -97,6 +98,11 @@ type Server struct {
 	RequestTimeout  time.Duration `koanf:"request_timeout"`
 	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
 	MaxConcurrent   int           `koanf:"max_concurrent"`
+	// ContinuationKey signs the state handed to clients in response ids
+	// (base64, at least 32 bytes decoded). Replicas behind one load
+	// balancer share it so a continuation lands on any of them; empty
+	// means a random key per process.
+	ContinuationKey string `koanf:"continuation_key"` // secret
 }
 
 // Log is the log output.
@@ -147,13 +153,14 @@ func Defaults() map[string]any {
 		"server.request_timeout":  "10m",
 		"server.shutdown_timeout": "30s",
 		"server.max_concurrent":   256,
+		"server.continuation_key": "",
 		"log.level":               "info",
 		"log.format":              "text",
 	}
 }
 
 // secrets are keys whose values Redacted masks.
-var secrets = []string{"model.api_key", "server.api_keys"}
+var secrets = []string{"model.api_key", "server.api_keys", "server.continuation_key"}
 
 // envAliases are environment variables kept from before the
 // configuration file: they map to keys below TOOLSHED_* of the same key.
@@ -395,7 +402,27 @@ func (l *Loaded) check() error {
 			checks = append(checks, bad("server.api_keys", "key %d is shorter than 16 characters", i+1))
 		}
 	}
+	if c.Server.ContinuationKey != "" {
+		if _, err := c.Server.ContinuationKeyBytes(); err != nil {
+			checks = append(checks, bad("server.continuation_key", "%v", err))
+		}
+	}
 	return errors.Join(checks...)
+}
+
+// ContinuationKeyBytes decodes server.continuation_key; nil when unset.
+func (s Server) ContinuationKeyBytes() ([]byte, error) {
+	if s.ContinuationKey == "" {
+		return nil, nil
+	}
+	k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s.ContinuationKey))
+	if err != nil {
+		return nil, fmt.Errorf("not base64 (make one with: head -c 32 /dev/urandom | base64)")
+	}
+	if len(k) < 32 {
+		return nil, fmt.Errorf("%d bytes decoded; at least 32 are needed", len(k))
+	}
+	return k, nil
 }
 
 // Redacted is the effective configuration as YAML, secrets masked, keys

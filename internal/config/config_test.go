@@ -62,6 +62,8 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{file: "server:\n  max_body_bytes: lots\n", want: "server.max_body_bytes"},
 		{file: "model:\n  timeout: soon\n", want: "model.timeout"},
 		{file: "agent:\n  max_rounds: 0\n", want: "agent.max_rounds: must be more than 0"},
+		{file: "server:\n  continuation_key: not-base64!\n", want: "server.continuation_key: not base64"},
+		{file: "server:\n  continuation_key: c2hvcnQ=\n", want: "server.continuation_key: 5 bytes decoded; at least 32"},
 		{file: "server:\n  addr: 8080\n", want: `server.addr: "8080" is not HOST:PORT`},
 		{file: "server:\n  api_keys: [short]\n", want: "server.api_keys: key 1 is shorter"},
 		{file: "model: [\n", want: "config"},
