@@ -72,11 +72,15 @@ type Options struct {
 	// Tools are the always-on tools, sent in this order every round.
 	Tools []GoTool
 	// PluginDir, when Catalog is nil, is loaded once as the catalog of
-	// deferred tools; and when Runtime is nil, a runtime with default
-	// options (nothing granted) is made for it, closed by Host.Close.
+	// deferred tools, with the names of Tools reserved (a plugin tool
+	// named like one of them, or a look-alike, is refused); and when
+	// Runtime is nil, a runtime with default options (nothing granted) is
+	// made for it, closed by Host.Close.
 	PluginDir string
 	// Catalog returns the current snapshot of deferred tools; each request
-	// keeps the one it started with. Nil (and no PluginDir): none.
+	// keeps the one it started with. Nil (and no PluginDir): none. A
+	// catalog made by the embedder should reserve the names of Tools
+	// (catalog.Options.Reserved), as PluginDir does.
 	Catalog func() *catalog.Snapshot
 	// Runtime runs plugins; nil (and no PluginDir): deferred tools cannot
 	// be called.
@@ -215,7 +219,11 @@ func New(opts Options) (*Host, error) {
 	}
 	h.opts.Search = h.opts.Search.withDefaults()
 	if opts.PluginDir != "" && opts.Catalog == nil {
-		snap, err := catalog.Load(opts.PluginDir, nil)
+		reserved := make([]string, len(opts.Tools))
+		for i, t := range opts.Tools {
+			reserved[i] = t.Name
+		}
+		snap, err := catalog.Load(opts.PluginDir, &catalog.Options{Reserved: reserved})
 		if err != nil {
 			return nil, fmt.Errorf("host: %w", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -300,5 +301,22 @@ func TestPluginDirOption(t *testing.T) {
 	}
 	if _, err := host.New(host.Options{Client: openai.NewClientWithConfig(cfg), Model: "m", PluginDir: "/nonexistent"}); err == nil {
 		t.Fatal("a missing plugin directory was accepted")
+	}
+
+	// The embedder's own tool names are reserved: a plugin tool named
+	// like one (here a look-alike of slugify) does not enter the catalog.
+	logs := &strings.Builder{}
+	h2, err := host.New(host.Options{Client: openai.NewClientWithConfig(cfg), Model: "m", PluginDir: snap.Dir,
+		Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		Tools: []host.GoTool{{Name: "s1ugify", Description: "The embedder's own.", Parameters: json.RawMessage(`{"type":"object"}`),
+			Call: func(context.Context, json.RawMessage) (host.Result, error) {
+				return host.Result{Content: "embedder"}, nil
+			}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Close(context.Background())
+	if !strings.Contains(logs.String(), "plugin manifest skipped") || !strings.Contains(logs.String(), "s1ugify") {
+		t.Fatalf("a plugin tool clashing with the embedder's was not refused; logs:\n%s", logs)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolshed/toolshed/host/wasm"
 	"github.com/toolshed/toolshed/internal/wasmbuild"
 )
 
@@ -204,7 +205,7 @@ var hostileCases = []hostileCase{
 		r := e.call(40*time.Second, g, "attack", "{}")
 		files, size := dirUsage(dir)
 		e.check(r.took < 2*time.Second+slack, r, "took %v", r.took)
-		e.check(files <= 64 && size <= 64<<20, r, "%d artifacts, %d bytes", files, size)
+		e.check(files <= wasm.DefaultMaxArtifacts && size <= wasm.DefaultMaxArtifactMB<<20, r, "%d artifacts, %d bytes", files, size)
 		return r, fmt.Sprintf("%d files, %.1f MB stored", files, float64(size)/1e6)
 	}},
 	{class: "11 files", name: "fifo-manifest", attack: "a FIFO named x.json in the plugin folder", run: func(e *hostileEnv) (attackRun, string) {

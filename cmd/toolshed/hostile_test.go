@@ -28,6 +28,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolshed/toolshed/internal/wasmbuild"
 )
 
 var (
@@ -216,29 +218,7 @@ func clip(s string) string {
 
 // wat compiles WebAssembly text with wat2wasm (Debian's wabt; .ci/run
 // installs it).
-func wat(t *testing.T, src string) []byte {
-	t.Helper()
-	tool, err := exec.LookPath("wat2wasm")
-	if err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skip("wat2wasm (Debian package wabt) is not installed")
-		}
-		t.Fatal("wat2wasm (Debian package wabt) is not installed; .ci/run installs it")
-	}
-	dir := t.TempDir()
-	in, out := filepath.Join(dir, "m.wat"), filepath.Join(dir, "m.wasm")
-	if err := os.WriteFile(in, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := exec.Command(tool, "--enable-all", in, "-o", out).CombinedOutput(); err != nil {
-		t.Fatalf("wat2wasm: %v\n%s", err, b)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func wat(t *testing.T, src string) []byte { t.Helper(); return wasmbuild.WAT(t, []byte(src)) }
 
 // abiWAT is a minimal ABI v1 plugin: imports, then the three exports, a
 // memory, and toolshed_call's body (which leaves an i64 result). The

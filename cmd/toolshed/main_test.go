@@ -22,6 +22,7 @@ import (
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/wasm"
 	"github.com/toolshed/toolshed/internal/config"
+	"github.com/toolshed/toolshed/internal/pgtest"
 	"github.com/toolshed/toolshed/internal/wasmbuild"
 )
 
@@ -540,5 +541,34 @@ func TestOperatorLimits(t *testing.T) {
 	want := wasm.Caps{Timeout: 20 * time.Second, MaxMemoryMB: 128, MaxArtifacts: 3}
 	if o.caps != want {
 		t.Fatalf("caps %+v, want %+v", o.caps, want)
+	}
+}
+
+// TestGrantsAllowPrivileged: a grants file naming a PostgreSQL database
+// behind a superuser is refused with what was found, unless that database
+// says allow_privileged; a read-only role needs nothing.
+func TestGrantsAllowPrivileged(t *testing.T) {
+	admin := pgtest.Start(t)
+	dir := t.TempDir()
+	write := func(dsn string, allow bool) string {
+		b, _ := json.Marshal(map[string]any{"databases": map[string]any{"dw": map[string]any{"driver": "postgres", "dsn": dsn, "allow_privileged": allow}}})
+		p := filepath.Join(dir, "grants.json")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if _, err := loadOperator(dir, write(admin, false), false); err == nil || !strings.Contains(err.Error(), "superuser") {
+		t.Fatalf("a superuser DSN was accepted: %v", err)
+	}
+	for _, c := range []struct {
+		dsn   string
+		allow bool
+	}{{admin, true}, {pgtest.ReadOnlyRole(t, admin, "reader"), false}} {
+		o, err := loadOperator(dir, write(c.dsn, c.allow), false)
+		if err != nil {
+			t.Fatalf("allow=%v: %v", c.allow, err)
+		}
+		o.close()
 	}
 }

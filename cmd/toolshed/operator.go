@@ -75,7 +75,7 @@ func loadOperator(pluginDir, grantsPath string, defaultDir bool) (*operator, err
 			if d.Driver == "sqlite" && dsn != "" && !filepath.IsAbs(dsn) {
 				dsn = filepath.Join(filepath.Dir(grantsPath), dsn)
 			}
-			dbs[name] = sqlcap.Database{Name: name, Driver: d.Driver, DSN: dsn}
+			dbs[name] = sqlcap.Database{Name: name, Driver: d.Driver, DSN: dsn, AllowPrivileged: d.AllowPrivileged}
 		}
 	case defaultDir:
 		o.grants = bundledGrants(pluginDir)

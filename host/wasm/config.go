@@ -32,10 +32,13 @@ import (
 // module (see Grants.SHA256).
 type GrantsFile struct {
 	// Databases are read by the command line (host/sqlcap), not here:
-	// name → {"driver": "sqlite", "dsn": "path/to.db"}.
+	// name → {"driver": "sqlite", "dsn": "path/to.db"}; a PostgreSQL
+	// database whose role is privileged is refused unless it also says
+	// "allow_privileged": true.
 	Databases map[string]struct {
-		Driver string `json:"driver"`
-		DSN    string `json:"dsn"`
+		Driver          string `json:"driver"`
+		DSN             string `json:"dsn"`
+		AllowPrivileged bool   `json:"allow_privileged"`
 	} `json:"databases"`
 	Caps struct {
 		TimeoutMS        int `json:"timeout_ms"`

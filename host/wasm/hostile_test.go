@@ -28,6 +28,7 @@ import (
 
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/wasm"
+	"github.com/toolshed/toolshed/internal/wasmbuild"
 	"github.com/toolshed/toolshed/sdk/plugintest"
 )
 
@@ -35,13 +36,6 @@ import (
 // string of edits (pairs) by the new one.
 func wat(t testing.TB, name string, edits ...string) []byte {
 	t.Helper()
-	bin, err := exec.LookPath("wat2wasm")
-	if err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skip("wat2wasm (wabt) is not installed")
-		}
-		t.Fatal("wat2wasm (wabt) is not installed; CI must install it")
-	}
 	src, err := os.ReadFile(filepath.Join("testdata", "hostile", name+".wat"))
 	if err != nil {
 		t.Fatal(err)
@@ -52,19 +46,7 @@ func wat(t testing.TB, name string, edits ...string) []byte {
 		}
 		src = bytes.ReplaceAll(src, []byte(edits[i]), []byte(edits[i+1]))
 	}
-	dir := t.TempDir()
-	in, out := filepath.Join(dir, name+".wat"), filepath.Join(dir, name+".wasm")
-	if err := os.WriteFile(in, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := exec.Command(bin, in, "-o", out).CombinedOutput(); err != nil {
-		t.Fatalf("wat2wasm %s: %v\n%s", name, err, b)
-	}
-	code, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return code
+	return wasmbuild.WAT(t, src)
 }
 
 // bystanderSpec is a well-behaved plugin: its tool "other" returns at once.

@@ -91,7 +91,7 @@ func newPlugin(h *Host, p *catalog.Plugin) (*Plugin, error) {
 	}
 	pl.caps = intersect(m, g)
 	h.log.Info("plugin loaded", "plugin", m.Name, "version", m.Version,
-		"granted", pl.caps.describe(), "denied", denied(m, pl.caps),
+		"granted", pl.caps.describe(), "denied", denied(m, pl.caps), "grants_pinned", g.SHA256 != "",
 		"timeout", pl.timeout, "max_memory_mb", mem>>20, "max_output_kb", out>>10)
 	return pl, nil
 }

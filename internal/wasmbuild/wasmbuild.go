@@ -65,3 +65,31 @@ func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// WAT assembles WebAssembly text to a module with wat2wasm (Debian's
+// wabt), all features enabled. Without wat2wasm the test is skipped, or
+// fails when CI is set (CI installs it, so a skip there would hide the
+// hostile suite).
+func WAT(t testing.TB, src []byte) []byte {
+	t.Helper()
+	tool, err := exec.LookPath("wat2wasm")
+	if err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skip("wat2wasm (Debian package wabt) is not installed")
+		}
+		t.Fatal("wat2wasm (Debian package wabt) is not installed; .ci/run installs it")
+	}
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "m.wat"), filepath.Join(dir, "m.wasm")
+	if err := os.WriteFile(in, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command(tool, "--enable-all", in, "-o", out).CombinedOutput(); err != nil {
+		t.Fatalf("wat2wasm: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
