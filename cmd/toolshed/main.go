@@ -22,10 +22,20 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/toolshed/toolshed/internal/buildinfo"
 )
 
-// version is set at build time (-ldflags "-X main.version=...").
-var version = "dev"
+// version is the release, set at build time (-ldflags "-X
+// main.version=..."); without it, the version the Go toolchain recorded
+// (buildinfo.Version).
+var version string
+
+func init() {
+	if version == "" {
+		version = buildinfo.Version()
+	}
+}
 
 // exitError carries an exit code up to main without printing twice.
 type exitError struct {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolshed/toolshed/host/mcpserver"
 	"github.com/toolshed/toolshed/internal/scripted"
 )
 
@@ -116,7 +117,7 @@ func mcpScenario(t *testing.T, cs *mcp.ClientSession, changed chan struct{}, que
 func TestMCPOverHTTP(t *testing.T) {
 	s := startServe(t, &scripted.Model{}, nil)
 	cs, changed := mcpClient(t, &mcp.StreamableClientTransport{Endpoint: s.url + "/mcp"}, "")
-	if v := cs.InitializeResult().ProtocolVersion; v != mcpVersions[0] {
+	if v := cs.InitializeResult().ProtocolVersion; v != mcpserver.ProtocolVersions[0] {
 		t.Errorf("protocol %s", v)
 	}
 	mcpScenario(t, cs, changed, "url slug", "slugify")

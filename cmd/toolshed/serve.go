@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,10 +21,10 @@ import (
 	"syscall"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
-	"github.com/toolshed/toolshed/host"
 	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/mcpserver"
+	"github.com/toolshed/toolshed/host/metrics"
+	"github.com/toolshed/toolshed/host/openaiapi"
 	"github.com/toolshed/toolshed/host/wasm"
 	"github.com/toolshed/toolshed/internal/config"
 	"github.com/toolshed/toolshed/search"
@@ -39,10 +38,10 @@ type server struct {
 	live    *catalog.Live
 	runtime *wasm.Host
 	agent   *agent // nil: no agent endpoints (tests of the catalog endpoints)
-	metrics *metrics
+	metrics *metrics.Metrics
+	openai  *openaiapi.Server
 	mcp     http.Handler
 	log     *slog.Logger
-	sem     chan struct{} // agent requests in progress
 	// stopping is closed when shutdown begins: long-lived MCP streams end,
 	// requests in progress drain.
 	stopping chan struct{}
@@ -71,13 +70,11 @@ func (s *server) routes() http.Handler {
 	})
 	mux.HandleFunc("GET /v1/plugins", s.plugins)
 	mux.HandleFunc("GET /v1/search", s.search)
-	if s.agent != nil {
-		mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
-		mux.HandleFunc("GET /v1/models", s.models)
-		mux.HandleFunc("GET /v1/models/{id...}", s.model)
+	if s.openai != nil {
+		s.openai.Register(mux)
 	}
 	if s.metrics != nil {
-		mux.Handle("GET /metrics", s.metrics.handler())
+		mux.Handle("GET /metrics", s.metrics.Handler())
 	}
 	if s.mcp != nil {
 		mux.Handle("/mcp", s.mcpStreams(s.mcp))
@@ -114,11 +111,11 @@ func jsonMisses(mux *http.ServeMux) http.Handler {
 			w.Header().Set("Allow", allow)
 		}
 		if miss.status == http.StatusMethodNotAllowed {
-			writeError(w, http.StatusMethodNotAllowed, apiErr{Type: "invalid_request_error", Code: "method_not_allowed",
+			openaiapi.WriteError(w, http.StatusMethodNotAllowed, openaiapi.Error{Type: "invalid_request_error", Code: "method_not_allowed",
 				Message: fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, miss.header.Get("Allow"))})
 			return
 		}
-		writeError(w, http.StatusNotFound, apiErr{Type: "invalid_request_error", Code: "unknown_url",
+		openaiapi.WriteError(w, http.StatusNotFound, openaiapi.Error{Type: "invalid_request_error", Code: "unknown_url",
 			Message: fmt.Sprintf("unknown request URL: %s %s", r.Method, r.URL.Path)})
 	})
 }
@@ -199,7 +196,7 @@ func (s *server) instrument(next http.Handler) http.Handler {
 			if endpoint == "" {
 				endpoint = "unmatched"
 			}
-			s.metrics.observeHTTP(endpoint, sw.code(), time.Since(start))
+			s.metrics.ObserveHTTP(endpoint, sw.code(), time.Since(start))
 		}
 	})
 }
@@ -228,7 +225,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		}
 		if !ok || match != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolshed"`)
-			writeError(w, http.StatusUnauthorized, apiErr{Type: "invalid_request_error", Code: "invalid_api_key",
+			openaiapi.WriteError(w, http.StatusUnauthorized, openaiapi.Error{Type: "invalid_request_error", Code: "invalid_api_key",
 				Message: "a valid API key is required: Authorization: Bearer KEY"})
 			return
 		}
@@ -292,52 +289,6 @@ func (w *statusWriter) code() int {
 	return w.status
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
-}
-
-// apiErr is OpenAI's error object; an empty Param or Code is sent as null.
-type apiErr struct {
-	Message, Type, Param, Code string
-}
-
-func (e apiErr) MarshalJSON() ([]byte, error) {
-	null := func(v string) *string {
-		if v == "" {
-			return nil
-		}
-		return &v
-	}
-	return json.Marshal(struct {
-		Message string  `json:"message"`
-		Type    string  `json:"type"`
-		Param   *string `json:"param"`
-		Code    *string `json:"code"`
-	}{e.Message, e.Type, null(e.Param), null(e.Code)})
-}
-
-// writeError answers in the OpenAI error shape.
-func writeError(w http.ResponseWriter, status int, e apiErr) {
-	writeJSON(w, status, map[string]apiErr{"error": e})
-}
-
-// apiError answers in the OpenAI error shape, without param or code.
-func apiError(w http.ResponseWriter, status int, typ, msg string) {
-	writeError(w, status, apiErr{Type: typ, Message: msg})
-}
-
-func httpError(w http.ResponseWriter, status int, msg string) {
-	typ := "invalid_request_error"
-	if status >= 500 {
-		typ = "server_error"
-	}
-	apiError(w, status, typ, msg)
-}
-
 func (s *server) plugins(w http.ResponseWriter, r *http.Request) {
 	snap := s.live.Snapshot()
 	out := struct {
@@ -361,20 +312,20 @@ func (s *server) plugins(w http.ResponseWriter, r *http.Request) {
 	for _, e := range snap.Errors {
 		out.Errors = append(out.Errors, errorJSON{File: e.File, Error: e.Error()})
 	}
-	writeJSON(w, http.StatusOK, out)
+	openaiapi.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *server) search(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	if q == "" {
-		httpError(w, http.StatusBadRequest, "the query parameter q is required: /v1/search?q=...")
+		openaiapi.HTTPError(w, http.StatusBadRequest, "the query parameter q is required: /v1/search?q=...")
 		return
 	}
 	limit := search.DefaultLimit
 	if l := r.URL.Query().Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > 100 {
-			httpError(w, http.StatusBadRequest, "limit must be a whole number from 1 to 100")
+			openaiapi.HTTPError(w, http.StatusBadRequest, "limit must be a whole number from 1 to 100")
 			return
 		}
 		limit = n
@@ -382,291 +333,13 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) {
 	snap := s.live.Snapshot()
 	res, err := snap.Search(q, limit)
 	if err != nil {
-		httpError(w, http.StatusBadRequest, err.Error())
+		openaiapi.HTTPError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, struct {
+	openaiapi.WriteJSON(w, http.StatusOK, struct {
 		Results []searchResult `json:"results"`
 		Unknown []string       `json:"unknown,omitempty"`
 	}{searchResults(snap, res), res.Unknown})
-}
-
-// models lists what the upstream offers.
-func (s *server) models(w http.ResponseWriter, r *http.Request) {
-	data, ok := s.upstreamModels(w, r)
-	if !ok {
-		return
-	}
-	writeJSON(w, http.StatusOK, struct {
-		Object string         `json:"object"`
-		Data   []openai.Model `json:"data"`
-	}{"list", data})
-}
-
-// model is one model of the upstream's list, or OpenAI's 404.
-func (s *server) model(w http.ResponseWriter, r *http.Request) {
-	data, ok := s.upstreamModels(w, r)
-	if !ok {
-		return
-	}
-	id := r.PathValue("id")
-	for _, m := range data {
-		if m.ID == id {
-			if m.Object == "" {
-				m.Object = "model"
-			}
-			writeJSON(w, http.StatusOK, m)
-			return
-		}
-	}
-	writeError(w, http.StatusNotFound, apiErr{Type: "invalid_request_error", Param: "model", Code: "model_not_found",
-		Message: fmt.Sprintf("the model %q does not exist upstream", id)})
-}
-
-func (s *server) upstreamModels(w http.ResponseWriter, r *http.Request) ([]openai.Model, bool) {
-	if s.agent.client == nil {
-		apiError(w, http.StatusServiceUnavailable, "server_error", errNoModel.Error())
-		return nil, false
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	defer cancel()
-	list, err := s.agent.client.ListModels(ctx)
-	if err != nil {
-		s.log.Warn("upstream model list failed", "request_id", requestID(w), "error", err)
-		upstreamFailure(err).write(w)
-		return nil, false
-	}
-	if list.Models == nil {
-		return []openai.Model{}, true
-	}
-	return list.Models, true
-}
-
-// The chat completion shapes, as OpenAI sends them.
-type (
-	chatResponse struct {
-		ID       string         `json:"id"`
-		Object   string         `json:"object"`
-		Created  int64          `json:"created"`
-		Model    string         `json:"model"`
-		Choices  []chatChoice   `json:"choices"`
-		Usage    *openai.Usage  `json:"usage,omitempty"`
-		Toolshed *toolshedTrace `json:"toolshed,omitempty"`
-	}
-	chatChoice struct {
-		Index        int          `json:"index"`
-		Message      *chatMessage `json:"message,omitempty"`
-		Delta        *chatMessage `json:"delta,omitempty"`
-		FinishReason *string      `json:"finish_reason"`
-	}
-	chatMessage struct {
-		Role      string         `json:"role,omitempty"`
-		Content   *string        `json:"content,omitempty"`
-		ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
-	}
-	chatToolCall struct {
-		Index    *int                `json:"index,omitempty"`
-		ID       string              `json:"id"`
-		Type     string              `json:"type"`
-		Function openai.FunctionCall `json:"function"`
-	}
-	// toolshedTrace tells what the server did for the answer.
-	toolshedTrace struct {
-		Discovered []string `json:"discovered"`
-		Rounds     int      `json:"rounds"`
-		ToolCalls  []string `json:"tool_calls"`
-	}
-)
-
-func newID() string {
-	b := make([]byte, 12)
-	rand.Read(b)
-	return "chatcmpl-" + hex.EncodeToString(b)
-}
-
-func ptr[T any](v T) *T { return &v }
-
-func clientToolCalls(calls []openai.ToolCall, indexed bool) []chatToolCall {
-	var out []chatToolCall
-	for i, c := range calls {
-		tc := chatToolCall{ID: c.ID, Type: "function", Function: c.Function}
-		if indexed {
-			tc.Index = ptr(i)
-		}
-		out = append(out, tc)
-	}
-	return out
-}
-
-func trace(resp *host.Response) *toolshedTrace {
-	t := &toolshedTrace{Discovered: nonNil(resp.Discovered), Rounds: len(resp.Rounds), ToolCalls: []string{}}
-	for _, r := range resp.Rounds {
-		for _, c := range r.ToolCalls {
-			t.ToolCalls = append(t.ToolCalls, c.Name)
-		}
-	}
-	return t
-}
-
-// chatCompletions runs the agent loop for one OpenAI chat completion
-// request: one request, one session.
-func (s *server) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	var req openai.ChatCompletionRequest
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error",
-				fmt.Sprintf("the request body is larger than %d bytes (server.max_body_bytes)", tooBig.Limit))
-			return
-		}
-		s.log.Info("reading a request body failed", "request_id", requestID(w), "error", err)
-		httpError(w, http.StatusBadRequest, "the request body could not be read")
-		return
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, bodyError(err))
-		return
-	}
-	if s.agent.client == nil {
-		apiError(w, http.StatusServiceUnavailable, "server_error", errNoModel.Error())
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-	defer cancel()
-	select {
-	case s.sem <- struct{}{}:
-		defer func() { <-s.sem }()
-	case <-ctx.Done():
-		if r.Context().Err() != nil {
-			s.log.Info("chat completion abandoned by the client while waiting for a slot")
-			return
-		}
-		apiError(w, http.StatusServiceUnavailable, "server_error", "the server is busy: no slot freed up within server.request_timeout")
-		return
-	}
-	done := s.metrics.sessionStarted("chat")
-	defer done()
-	id, start := newID(), time.Now()
-	var resp *host.Response
-	if req.Stream {
-		resp, err = s.streamCompletion(ctx, w, id, req)
-	} else {
-		resp, err = s.agent.host.RunRequest(ctx, req, nil)
-		if errors.Is(err, host.ErrMaxRounds) {
-			s.log.Warn("chat completion stopped at the round limit (agent.max_rounds)", "request_id", requestID(w), "id", id)
-			err = nil // what was said stands, with finish_reason "length"
-		}
-		if err == nil {
-			msg := &chatMessage{Role: "assistant", Content: ptr(resp.Answer), ToolCalls: clientToolCalls(resp.ClientCalls, false)}
-			if len(resp.ClientCalls) > 0 && resp.Answer == "" {
-				msg.Content = nil
-			}
-			writeJSON(w, http.StatusOK, chatResponse{ID: id, Object: "chat.completion", Created: start.Unix(), Model: resp.Model,
-				Choices: []chatChoice{{Message: msg, FinishReason: ptr(string(resp.FinishReason))}},
-				Usage:   &resp.Usage, Toolshed: trace(resp)})
-		} else {
-			completionFailure(err).write(w)
-		}
-	}
-	s.metrics.observeResponse(resp)
-	attrs := []any{"request_id", requestID(w), "id", id, "stream", req.Stream, "took", time.Since(start).Round(time.Millisecond)}
-	if resp != nil {
-		attrs = append(attrs, "model", resp.Model, "rounds", len(resp.Rounds), "discovered", resp.Discovered, "finish", resp.FinishReason)
-	}
-	if err != nil {
-		s.log.Warn("chat completion failed", append(attrs, "error", err)...)
-	} else {
-		s.log.Info("chat completion", attrs...)
-	}
-}
-
-// streamWriteTimeout bounds one write of a stream: a client that stops
-// reading does not hold its slot for ever.
-const streamWriteTimeout = 60 * time.Second
-
-// streamCompletion answers with server-sent events in the chat completion
-// chunk format: the answer's text as the model streams it (every round's,
-// rounds apart by a blank line: the same text a plain response carries),
-// SSE comments while tools run (clients ignore them; they keep proxies
-// from timing out), the client tool calls, the finish reason, the usage
-// when stream_options.include_usage asks, then [DONE]. An error before
-// anything was sent is an ordinary error response; after, an error event.
-func (s *server) streamCompletion(ctx context.Context, w http.ResponseWriter, id string, req openai.ChatCompletionRequest) (*host.Response, error) {
-	rc := http.NewResponseController(w)
-	created := time.Now().Unix()
-	started, roleSent := false, false
-	model := req.Model
-	if model == "" {
-		model = s.agent.host.Model()
-	}
-	begin := func() {
-		if started {
-			return
-		}
-		started = true
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Header().Set("X-Accel-Buffering", "no")
-		w.WriteHeader(http.StatusOK)
-	}
-	send := func(c chatResponse) {
-		begin()
-		c.ID, c.Object, c.Created, c.Model = id, "chat.completion.chunk", created, model
-		if c.Choices == nil {
-			c.Choices = []chatChoice{}
-		}
-		b, _ := json.Marshal(c)
-		rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		rc.Flush()
-	}
-	delta := func(m chatMessage, finish *string) {
-		if !roleSent { // the first chunk names the role, as OpenAI's do
-			roleSent = true
-			if m.Role == "" {
-				send(chatResponse{Choices: []chatChoice{{Delta: &chatMessage{Role: "assistant", Content: ptr("")}}}})
-			}
-		}
-		send(chatResponse{Choices: []chatChoice{{Delta: &m, FinishReason: finish}}})
-	}
-	resp, err := s.agent.host.RunRequest(ctx, req, func(e host.Event) {
-		switch e.Kind {
-		case host.EventText:
-			delta(chatMessage{Content: ptr(e.Text)}, nil)
-		case host.EventToolCall, host.EventToolResult:
-			begin()
-			rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-			// The name is the model's: quoted, so it cannot end the comment.
-			fmt.Fprintf(w, ": %s %s\n\n", e.Kind, strconv.QuoteToASCII(e.Call.Name))
-			rc.Flush()
-		}
-	})
-	if errors.Is(err, host.ErrMaxRounds) {
-		s.log.Warn("chat completion stopped at the round limit (agent.max_rounds)", "request_id", requestID(w), "id", id)
-		err = nil // what was said stands, with finish_reason "length"
-	}
-	if err != nil {
-		f := completionFailure(err)
-		if !started {
-			f.write(w)
-			return resp, err
-		}
-		b, _ := json.Marshal(map[string]apiErr{"error": f.err})
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		rc.Flush()
-		return resp, err
-	}
-	if len(resp.ClientCalls) > 0 {
-		delta(chatMessage{ToolCalls: clientToolCalls(resp.ClientCalls, true)}, nil)
-	}
-	send(chatResponse{Choices: []chatChoice{{Delta: &chatMessage{}, FinishReason: ptr(string(resp.FinishReason))}}, Toolshed: trace(resp)})
-	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
-		send(chatResponse{Usage: &resp.Usage})
-	}
-	io.WriteString(w, "data: [DONE]\n\n")
-	rc.Flush()
-	return resp, nil
 }
 
 // newServer makes the server of a configuration: live catalog, plugin
@@ -691,15 +364,22 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 	mu.Lock()
 	rt = ag.runtime
 	mu.Unlock()
-	s := &server{cfg: cfg.Server, live: live, runtime: rt, agent: ag, log: log,
-		sem: make(chan struct{}, cfg.Server.MaxConcurrent), stopping: make(chan struct{})}
-	s.metrics = newMetrics(rt, live)
-	s.metrics.known = ag.host.HasTool
-	s.mcp = newMCPFront(ag, s.metrics, log).httpHandler(cfg.Server)
+	s := &server{cfg: cfg.Server, live: live, runtime: rt, agent: ag, log: log, stopping: make(chan struct{})}
+	s.metrics = metrics.New(metrics.Options{Runtime: rt, Catalog: live, Known: ag.host.HasTool})
+	s.openai = openaiapi.New(ag.host, &openaiapi.Options{Upstream: ag.client, NoModel: errNoModel.Error(),
+		RequestTimeout: cfg.Server.RequestTimeout, MaxConcurrent: cfg.Server.MaxConcurrent,
+		Metrics: s.metrics, Logger: log, RequestID: requestID})
+	s.mcp = mcpserver.New(ag.host, &mcpserver.Options{Logger: log, Metrics: s.metrics, MaxSessions: cfg.Server.MaxConcurrent,
+		MaxBodyBytes: cfg.Server.MaxBodyBytes, Version: version}).Handler()
 	return s, nil
 }
 
 func (s *server) close() { s.agent.close() }
+
+// apiError answers in the OpenAI error shape, without param or code.
+func apiError(w http.ResponseWriter, status int, typ, msg string) {
+	openaiapi.WriteError(w, status, openaiapi.Error{Type: typ, Message: msg})
+}
 
 var serveFlagNames = []string{"addr", "plugins", "grants", "watch", "poll", "open", "base-url", "model",
 	"search-mode", "search-model", "max-rounds", "workspace", "skills", "shell", "no-time", "no-todo", "log-format", "log-level"}

@@ -1,4 +1,8 @@
-package main
+// Package metrics is the Prometheus series of Toolshed's front ends (the
+// OpenAI-compatible endpoint and MCP, over HTTP or stdio), in a registry of
+// their own: HTTP requests, sessions, model rounds, searches, tool calls
+// and tokens, and the plugin runtime's and live catalog's counters.
+package metrics
 
 import (
 	"net/http"
@@ -14,9 +18,9 @@ import (
 	"github.com/toolshed/toolshed/host/wasm"
 )
 
-// metrics are the Prometheus series of toolshed serve and toolshed mcp,
-// in a registry of their own. All methods are safe for concurrent use.
-type metrics struct {
+// Metrics are the series of one server. All methods are safe for
+// concurrent use, and a nil *Metrics records nothing.
+type Metrics struct {
 	reg *prometheus.Registry
 
 	httpRequests *prometheus.CounterVec   // endpoint, code
@@ -31,13 +35,26 @@ type metrics struct {
 	toolTokens   *prometheus.CounterVec   // sent, all_loaded
 	modelTokens  *prometheus.CounterVec   // prompt, completion
 	clientCalls  prometheus.Counter
-	// known tells real tool names from made-up ones, which are counted as
-	// "unknown" (a label per invented name would grow without bound).
-	known func(name string) bool
+	known        func(name string) bool
 }
 
-func newMetrics(rt *wasm.Host, live *catalog.Live) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
+// Options say what the series cover; every field is optional.
+type Options struct {
+	// Runtime adds the plugin runtime's counters (compiles, instances,
+	// pool hits).
+	Runtime *wasm.Host
+	// Catalog adds the live catalog's reloads, tools and manifest errors.
+	Catalog *catalog.Live
+	// Known tells real tool names from made-up ones, which are counted as
+	// "unknown" (a label per invented name would grow without bound). Nil:
+	// every name is its own label.
+	Known func(name string) bool
+}
+
+// New makes the series in a new registry.
+func New(opts Options) *Metrics {
+	rt, live := opts.Runtime, opts.Catalog
+	m := &Metrics{reg: prometheus.NewRegistry(), known: opts.Known}
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
 	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolshed_http_requests_total",
 		Help: "HTTP requests by endpoint and status code."}, []string{"endpoint", "code"})
@@ -91,18 +108,20 @@ func newMetrics(rt *wasm.Host, live *catalog.Live) *metrics {
 	return m
 }
 
-func (m *metrics) handler() http.Handler {
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// observeHTTP counts one finished request.
-func (m *metrics) observeHTTP(endpoint string, code int, took time.Duration) {
+// ObserveHTTP counts one finished request.
+func (m *Metrics) ObserveHTTP(endpoint string, code int, took time.Duration) {
 	m.httpRequests.WithLabelValues(endpoint, strconv.Itoa(code)).Inc()
 	m.httpDuration.WithLabelValues(endpoint).Observe(took.Seconds())
 }
 
-// sessionStarted counts a session and returns the function that ends it.
-func (m *metrics) sessionStarted(front string) func() {
+// SessionStarted counts a session of a front end ("chat", "mcp") and
+// returns the function that ends it.
+func (m *Metrics) SessionStarted(front string) func() {
 	if m == nil {
 		return func() {}
 	}
@@ -112,8 +131,8 @@ func (m *metrics) sessionStarted(front string) func() {
 	return g.Dec
 }
 
-// observeResponse records an agent request's rounds.
-func (m *metrics) observeResponse(r *host.Response) {
+// ObserveResponse records an agent request's rounds.
+func (m *Metrics) ObserveResponse(r *host.Response) {
 	if m == nil || r == nil {
 		return
 	}
@@ -122,7 +141,7 @@ func (m *metrics) observeResponse(r *host.Response) {
 		m.toolTokens.WithLabelValues("sent").Add(float64(rd.ToolTokens))
 		m.toolTokens.WithLabelValues("all_loaded").Add(float64(rd.AllToolsTokens))
 		for i := range rd.ToolCalls {
-			m.observeCall(&rd.ToolCalls[i])
+			m.ObserveCall(&rd.ToolCalls[i])
 		}
 	}
 	m.modelTokens.WithLabelValues("prompt").Add(float64(r.Usage.PromptTokens))
@@ -130,8 +149,8 @@ func (m *metrics) observeResponse(r *host.Response) {
 	m.clientCalls.Add(float64(len(r.ClientCalls)))
 }
 
-// observeCall records one tool call (agent loop or MCP).
-func (m *metrics) observeCall(c *host.ToolCallRecord) {
+// ObserveCall records one tool call (agent loop or MCP).
+func (m *Metrics) ObserveCall(c *host.ToolCallRecord) {
 	if m == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package main
+package openaiapi
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // object, and the headers that steer the SDKs' own retries.
 type failure struct {
 	status int
-	err    apiErr
+	err    Error
 	// retryAfter is sent as Retry-After (whole seconds, rounded up).
 	retryAfter time.Duration
 	// final sends x-should-retry: false, which the OpenAI SDKs obey: the
@@ -35,7 +35,7 @@ func (f failure) write(w http.ResponseWriter) {
 	if f.final {
 		w.Header().Set("X-Should-Retry", "false")
 	}
-	writeError(w, f.status, f.err)
+	WriteError(w, f.status, f.err)
 }
 
 // completionFailure maps an agent error to what the client gets. The
@@ -47,16 +47,16 @@ func completionFailure(err error) failure {
 	switch {
 	case errors.As(err, &re):
 		return failure{status: http.StatusBadRequest, final: true,
-			err: apiErr{Type: "invalid_request_error", Param: re.Param, Message: re.Message}}
+			err: Error{Type: "invalid_request_error", Param: re.Param, Message: re.Message}}
 	case errors.As(err, &me):
 		return modelFailure(me)
 	case errors.Is(err, context.DeadlineExceeded):
-		return failure{status: http.StatusGatewayTimeout, final: true, err: apiErr{Type: "timeout", Code: "request_timeout",
+		return failure{status: http.StatusGatewayTimeout, final: true, err: Error{Type: "timeout", Code: "request_timeout",
 			Message: "the request did not finish within server.request_timeout"}}
 	case errors.Is(err, context.Canceled):
-		return failure{status: 499, final: true, err: apiErr{Type: "invalid_request_error", Code: "cancelled", Message: "the request was cancelled"}}
+		return failure{status: 499, final: true, err: Error{Type: "invalid_request_error", Code: "cancelled", Message: "the request was cancelled"}}
 	}
-	return failure{status: http.StatusInternalServerError, err: apiErr{Type: "server_error",
+	return failure{status: http.StatusInternalServerError, err: Error{Type: "server_error",
 		Message: "the server failed; the log has the details under this response's x-request-id"}}
 }
 
@@ -74,7 +74,7 @@ func modelFailure(me *host.ModelError) failure {
 	}
 	switch {
 	case me.Timeout:
-		return failure{status: http.StatusGatewayTimeout, final: true, err: apiErr{Type: "timeout", Code: "upstream_timeout",
+		return failure{status: http.StatusGatewayTimeout, final: true, err: Error{Type: "timeout", Code: "upstream_timeout",
 			Message: "the upstream model did not answer in time (model.timeout, within server.request_timeout)"}}
 	case me.Status == http.StatusTooManyRequests:
 		code := me.Code
@@ -84,20 +84,20 @@ func modelFailure(me *host.ModelError) failure {
 		if me.Type == "" {
 			typ = "rate_limit_error"
 		}
-		return failure{status: me.Status, retryAfter: me.RetryAfter, err: apiErr{Type: typ, Code: code, Param: me.Param,
+		return failure{status: me.Status, retryAfter: me.RetryAfter, err: Error{Type: typ, Code: code, Param: me.Param,
 			Message: "the upstream model is rate limited" + after + ": " + me.Message}}
 	case me.Status == http.StatusUnauthorized || me.Status == http.StatusForbidden:
 		// The upstream refused the server's key: its message may show part of it.
-		return failure{status: me.Status, final: true, err: apiErr{Type: typ, Code: me.Code,
+		return failure{status: me.Status, final: true, err: Error{Type: typ, Code: me.Code,
 			Message: fmt.Sprintf("the upstream model refused the server's credentials (HTTP %d): check model.api_key", me.Status)}}
 	case me.Status >= 400 && me.Status < 500:
 		return failure{status: me.Status, final: me.Attempts > 1 || (me.Status != 408 && me.Status != 409),
-			err: apiErr{Type: typ, Code: me.Code, Param: me.Param, Message: "the upstream model refused the request" + after + ": " + me.Message}}
+			err: Error{Type: typ, Code: me.Code, Param: me.Param, Message: "the upstream model refused the request" + after + ": " + me.Message}}
 	case me.Status != 0:
-		return failure{status: http.StatusBadGateway, final: me.Attempts > 1, err: apiErr{Type: "server_error", Code: "upstream_error",
+		return failure{status: http.StatusBadGateway, final: me.Attempts > 1, err: Error{Type: "server_error", Code: "upstream_error",
 			Message: fmt.Sprintf("the upstream model failed with HTTP %d%s", me.Status, after)}}
 	}
-	return failure{status: http.StatusBadGateway, final: me.Attempts > 1, err: apiErr{Type: "server_error", Code: "upstream_unreachable",
+	return failure{status: http.StatusBadGateway, final: me.Attempts > 1, err: Error{Type: "server_error", Code: "upstream_unreachable",
 		Message: "the upstream model could not be reached, or its answer broke off" + after}}
 }
 
@@ -118,22 +118,22 @@ func upstreamFailure(err error) failure {
 
 // bodyError says what is wrong with a request body that does not decode,
 // in JSON's words rather than Go's.
-func bodyError(err error) apiErr {
+func bodyError(err error) Error {
 	const prefix = "the body is not a chat completion request: "
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		return apiErr{Type: "invalid_request_error", Message: fmt.Sprintf("%sinvalid JSON at byte %d (%s)", prefix, se.Offset, se.Error())}
+		return Error{Type: "invalid_request_error", Message: fmt.Sprintf("%sinvalid JSON at byte %d (%s)", prefix, se.Offset, se.Error())}
 	case errors.As(err, &te):
 		field := te.Field
 		if field == "" {
 			field = "the body"
 		}
-		return apiErr{Type: "invalid_request_error", Param: te.Field,
+		return Error{Type: "invalid_request_error", Param: te.Field,
 			Message: fmt.Sprintf("%s%s must be %s, not a JSON %s", prefix, field, jsonKind(te.Type), te.Value)}
 	}
-	return apiErr{Type: "invalid_request_error", Message: prefix + "see https://platform.openai.com/docs/api-reference/chat/create"}
+	return Error{Type: "invalid_request_error", Message: prefix + "see https://platform.openai.com/docs/api-reference/chat/create"}
 }
 
 // jsonKind names a Go type as JSON would.
