@@ -31,6 +31,8 @@ func cmdPlugins(args []string, stdout, stderr io.Writer) error {
 		return pluginsValidate(args[1:], stdout, stderr)
 	case "pin":
 		return pluginsPin(args[1:], stdout, stderr)
+	case "push", "pull":
+		return pluginsRegistry(args[0], args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "toolshed plugins: unknown command %q (want list, validate or pin)\n", args[0])
 		return errUsage

@@ -27,6 +27,7 @@ import (
 	"github.com/toolshed/toolshed/host/openaiapi"
 	"github.com/toolshed/toolshed/host/wasm"
 	"github.com/toolshed/toolshed/internal/config"
+	"github.com/toolshed/toolshed/internal/oci"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -45,6 +46,7 @@ type server struct {
 	// stopping is closed when shutdown begins: long-lived MCP streams end,
 	// requests in progress drain.
 	stopping chan struct{}
+	sync     *oci.Syncer // registry.sources; nil when none
 }
 
 type pluginStatus struct {
@@ -54,6 +56,9 @@ type pluginStatus struct {
 	Tools    []string `json:"tools"`
 	State    string   `json:"state"` // ready, failed, not compiled
 	Error    string   `json:"error,omitempty"`
+	SHA256   string   `json:"sha256"`           // the module it runs
+	Digest   string   `json:"digest,omitempty"` // its OCI digest, when pulled from a registry
+	Source   string   `json:"source,omitempty"` // the reference it was pulled from
 }
 
 func (s *server) routes() http.Handler {
@@ -68,6 +73,7 @@ func (s *server) routes() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")
 	})
+	mux.HandleFunc("GET /readyz", readyzHandler(func() (bool, string) { return readiness(s.live, s.sync, s.stopping) }))
 	mux.HandleFunc("GET /v1/plugins", s.plugins)
 	mux.HandleFunc("GET /v1/search", s.search)
 	if s.openai != nil {
@@ -212,6 +218,10 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		sums = append(sums, sha256.Sum256([]byte(k)))
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if probePath(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		auth := r.Header.Get("Authorization")
 		ok := len(auth) > 7 && strings.EqualFold(auth[:7], "Bearer ")
 		token := ""
@@ -292,13 +302,18 @@ func (w *statusWriter) code() int {
 func (s *server) plugins(w http.ResponseWriter, r *http.Request) {
 	snap := s.live.Snapshot()
 	out := struct {
-		Generation uint64         `json:"generation"`
-		Dir        string         `json:"dir"`
-		Plugins    []pluginStatus `json:"plugins"`
-		Errors     []errorJSON    `json:"errors"`
-	}{snap.Generation, snap.Dir, []pluginStatus{}, []errorJSON{}}
+		Generation uint64             `json:"generation"`
+		Dir        string             `json:"dir"`
+		Plugins    []pluginStatus     `json:"plugins"`
+		Errors     []errorJSON        `json:"errors"`
+		Sources    []oci.SourceStatus `json:"sources,omitempty"`
+	}{snap.Generation, snap.Dir, []pluginStatus{}, []errorJSON{}, nil}
+	if s.sync != nil {
+		out.Sources = s.sync.Status()
+	}
 	for _, p := range snap.Plugins {
-		st := pluginStatus{Name: p.Name(), Version: p.Manifest.Version, Manifest: p.ManifestPath, Tools: []string{}}
+		st := pluginStatus{Name: p.Name(), Version: p.Manifest.Version, Manifest: p.ManifestPath, Tools: []string{}, SHA256: p.Manifest.SHA256}
+		st.Digest, st.Source = runningDigest(p)
 		for _, t := range p.Tools {
 			st.Tools = append(st.Tools, t.Name())
 		}
@@ -371,6 +386,10 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 		Metrics: s.metrics, Logger: log, RequestID: requestID})
 	s.mcp = mcpserver.New(ag.host, &mcpserver.Options{Logger: log, Metrics: s.metrics, MaxSessions: cfg.Server.MaxConcurrent,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, Version: version}).Handler()
+	if s.sync, err = newRegistrySync(cfg, live, s.metrics, log); err != nil {
+		ag.close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -410,6 +429,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		}
 		go s.live.Watch(ctx, catalog.WatchOptions{Poll: p})
 	}
+	if s.sync != nil {
+		go s.sync.Run(ctx)
+	}
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
 		return err
@@ -430,7 +452,7 @@ func (s *server) serve(ctx context.Context, ln net.Listener, cfg *config.Config,
 	if ag.client != nil {
 		upstream = cfg.Model.BaseURL + " (" + cfg.Model.Name + ")"
 	}
-	fmt.Fprintf(stdout, "toolshed serving %d tools from %s on http://%s\n  upstream model: %s\n  endpoints: POST /v1/chat/completions, GET /v1/models, /mcp, GET /v1/plugins, /v1/search?q=, /metrics, /healthz\n",
+	fmt.Fprintf(stdout, "toolshed serving %d tools from %s on http://%s\n  upstream model: %s\n  endpoints: POST /v1/chat/completions, GET /v1/models, /mcp, GET /v1/plugins, /v1/search?q=, /metrics, /healthz, /readyz\n",
 		len(live.Snapshot().Tools), cfg.Plugins.Dir, ln.Addr(), upstream)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

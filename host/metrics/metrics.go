@@ -113,6 +113,17 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
+// Register adds an embedder's own collectors to the registry (serve adds
+// its registry sync's series).
+func (m *Metrics) Register(cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := m.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ObserveHTTP counts one finished request.
 func (m *Metrics) ObserveHTTP(endpoint string, code int, took time.Duration) {
 	m.httpRequests.WithLabelValues(endpoint, strconv.Itoa(code)).Inc()

@@ -31,6 +31,8 @@ type Config struct {
 	Agent   Agent   `koanf:"agent"`
 	Server  Server  `koanf:"server"`
 	Log     Log     `koanf:"log"`
+
+	Registry Registry `koanf:"registry"`
 }
 
 // Model is the upstream OpenAI-compatible endpoint.
@@ -105,6 +107,19 @@ type Server struct {
 	ContinuationKey string `koanf:"continuation_key"` // secret
 }
 
+// Registry is where toolshed serve pulls plugins from (OCI registries)
+// into plugins.dir, and the credentials of toolshed plugins push/pull.
+type Registry struct {
+	// Sources are OCI references: REPO:TAG follows the tag, REPO@sha256:...
+	// pins a digest.
+	Sources      []string      `koanf:"sources"`
+	Poll         time.Duration `koanf:"poll"` // between syncs; 0 syncs once at start
+	PlainHTTP    bool          `koanf:"plain_http"`
+	Username     string        `koanf:"username"`
+	Password     string        `koanf:"password"` // secret
+	DockerConfig string        `koanf:"docker_config"`
+}
+
 // Log is the log output.
 type Log struct {
 	Level  string `koanf:"level"`
@@ -154,13 +169,19 @@ func Defaults() map[string]any {
 		"server.shutdown_timeout": "30s",
 		"server.max_concurrent":   256,
 		"server.continuation_key": "",
+		"registry.sources":        []string{},
+		"registry.poll":           "1m",
+		"registry.plain_http":     false,
+		"registry.username":       "",
+		"registry.password":       "",
+		"registry.docker_config":  "",
 		"log.level":               "info",
 		"log.format":              "text",
 	}
 }
 
 // secrets are keys whose values Redacted masks.
-var secrets = []string{"model.api_key", "server.api_keys", "server.continuation_key"}
+var secrets = []string{"model.api_key", "server.api_keys", "server.continuation_key", "registry.password"}
 
 // envAliases are environment variables kept from before the
 // configuration file: they map to keys below TOOLSHED_* of the same key.
@@ -388,6 +409,12 @@ func (l *Loaded) check() error {
 	}
 	if c.Plugins.Poll < 0 {
 		checks = append(checks, bad("plugins.poll", "must not be negative (0 turns polling off)"))
+	}
+	if c.Registry.Poll < 0 {
+		checks = append(checks, bad("registry.poll", "must not be negative (0 syncs once at start)"))
+	}
+	if c.Registry.Password != "" && c.Registry.Username == "" {
+		checks = append(checks, bad("registry.password", "set without registry.username"))
 	}
 	if c.Server.Addr != "" {
 		if _, _, err := net.SplitHostPort(c.Server.Addr); err != nil {

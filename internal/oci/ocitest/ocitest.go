@@ -1,0 +1,154 @@
+// Package ocitest serves a real OCI registry (go-containerregistry's
+// in-memory registry) on 127.0.0.1 for tests, with the faults a fleet
+// meets: the registry down, and a man in the middle that alters blobs.
+// It also builds real plugins to push: the textkit plugin, compiled to
+// WebAssembly, under any version.
+package ocitest
+
+import (
+	"bytes"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+
+	"github.com/toolshed/toolshed/internal/oci"
+	"github.com/toolshed/toolshed/internal/wasmbuild"
+)
+
+// Registry is an OCI registry on 127.0.0.1. Its fields may be changed
+// while it serves; it is safe for concurrent use.
+type Registry struct {
+	// Host is HOST:PORT, for references: Host + "/plugins/textkit:1".
+	Host string
+	srv  *httptest.Server
+
+	down     atomic.Bool
+	mu       sync.Mutex
+	tamper   map[string]bool // blob digests whose content is altered on the way out
+	requests atomic.Int64
+	auth     [2]string
+}
+
+// NewRegistry starts a registry; it stops with the test.
+func NewRegistry(t testing.TB) *Registry {
+	t.Helper()
+	r := &Registry{tamper: map[string]bool{}}
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.requests.Add(1)
+		if r.down.Load() {
+			http.Error(w, "registry down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		r.mu.Lock()
+		user, pass := r.auth[0], r.auth[1]
+		r.mu.Unlock()
+		if user != "" {
+			u, p, ok := req.BasicAuth()
+			if !ok || u != user || p != pass {
+				w.Header().Set("WWW-Authenticate", `Basic realm="ocitest"`)
+				http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
+				return
+			}
+		}
+		if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/sha256:") {
+			d := req.URL.Path[strings.LastIndex(req.URL.Path, "/")+1:]
+			r.mu.Lock()
+			bad := r.tamper[d]
+			r.mu.Unlock()
+			if bad {
+				rec := httptest.NewRecorder()
+				inner.ServeHTTP(rec, req)
+				body := rec.Body.Bytes()
+				if len(body) > 0 {
+					body[len(body)/2] ^= 0xff // one byte altered, same length
+				}
+				for k, v := range rec.Header() {
+					w.Header()[k] = v
+				}
+				w.WriteHeader(rec.Code)
+				w.Write(body)
+				return
+			}
+		}
+		inner.ServeHTTP(w, req)
+	}))
+	t.Cleanup(r.srv.Close)
+	r.Host = strings.TrimPrefix(r.srv.URL, "http://")
+	return r
+}
+
+// SetDown makes every request fail with 503 (true) or serves again.
+func (r *Registry) SetDown(down bool) { r.down.Store(down) }
+
+// Tamper alters the content of the blob with this digest on every fetch
+// from now on (a compromised mirror or proxy).
+func (r *Registry) Tamper(digest string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tamper[digest] = true
+}
+
+// RequireAuth requires HTTP basic authentication with these credentials.
+func (r *Registry) RequireAuth(user, pass string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.auth = [2]string{user, pass}
+}
+
+// Requests counts the requests received.
+func (r *Registry) Requests() int64 { return r.requests.Load() }
+
+var shaField = regexp.MustCompile(`("sha256"\s*:\s*")[0-9a-fA-F]*(")`)
+var versionField = regexp.MustCompile(`("version"\s*:\s*")[^"]*(")`)
+
+// Textkit returns the textkit plugin (its bundled manifest, its module
+// built from source) at version, pinned. The module is built once per
+// test process.
+func Textkit(t testing.TB, version string) *oci.Plugin {
+	t.Helper()
+	root := repoRoot(t)
+	module, err := os.ReadFile(wasmbuild.Build(t, filepath.Join(root, "plugins", "textkit")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := os.ReadFile(filepath.Join(root, "plugin-manifests", "textkit.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	man = SetPin(man, module)
+	man = versionField.ReplaceAll(man, []byte("${1}"+version+"${2}"))
+	p, err := oci.NewPlugin(man, module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// SetPin writes the module's sha256 into a manifest.
+func SetPin(manifestJSON, module []byte) []byte {
+	p := &oci.Plugin{Module: module}
+	return shaField.ReplaceAll(manifestJSON, []byte("${1}"+p.ModuleSHA256()+"${2}"))
+}
+
+func repoRoot(t testing.TB) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// SameFile reports whether a file holds exactly want.
+func SameFile(path string, want []byte) bool {
+	got, err := os.ReadFile(path)
+	return err == nil && bytes.Equal(got, want)
+}
