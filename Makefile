@@ -7,7 +7,7 @@ EVAL      ?= ../shared/eval
 # Packages with concurrent code run under the race detector.
 RACE_PKGS := ./search/... ./host/... ./sdk/...
 
-.PHONY: all build plugins test vet race hostile bench bench-test bench-go bench-runtime bench-serve eval fuzz clean run
+.PHONY: all build plugins test vet race hostile bench bench-test bench-go bench-runtime bench-serve replicas deploy-test eval fuzz clean run
 
 all: build plugins
 
@@ -76,6 +76,12 @@ hostile:
 # toolshed serve under load: 500 concurrent chat completions (docs/SERVING.md).
 bench-serve:
 	$(GO) test -count=1 -run '^TestServeLoad$$' -v ./cmd/toolshed/ -args -load-n 500
+
+# Two toolshed serve processes following one tag of an in-process OCI
+# registry under a load of chat completions: convergence time, requests
+# served, failures (docs/DEPLOY.md).
+replicas:
+	$(GO) test -count=1 -run '^TestReplicasConverge$$' -v ./cmd/toolshed/
 
 eval: build
 	@for set in seal-tools metatool; do \

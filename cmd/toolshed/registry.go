@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -257,4 +258,13 @@ func pluginsRegistry(cmd string, args []string, stdout, stderr io.Writer) error 
 		return pluginsPush(args, stdout, stderr)
 	}
 	return pluginsPull(args, stdout, stderr)
+}
+
+// registryDir creates the plugin folder registry.sources pull into (an
+// empty volume's first start).
+func registryDir(cfg *config.Config) error {
+	if len(cfg.Registry.Sources) == 0 {
+		return nil
+	}
+	return os.MkdirAll(cfg.Plugins.Dir, 0o755)
 }

@@ -360,6 +360,9 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) {
 // newServer makes the server of a configuration: live catalog, plugin
 // runtime, agent, metrics and MCP front. close releases them.
 func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server, error) {
+	if err := registryDir(cfg); err != nil {
+		return nil, err
+	}
 	var rt *wasm.Host
 	var mu sync.Mutex
 	live, err := catalog.NewLive(cfg.Plugins.Dir, catalog.LiveOptions{Logger: log, OnChange: func(_, snap *catalog.Snapshot) {

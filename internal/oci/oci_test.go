@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
@@ -136,36 +135,6 @@ func TestPullRefusesTamperedLayer(t *testing.T) {
 	}
 }
 
-// pushRaw pushes an artifact built by hand (what a careless or hostile
-// producer could push), bypassing the checks of Push.
-func pushRaw(t *testing.T, host, repoName, tag string, m ocispec.Manifest, blobs ...[]byte) {
-	t.Helper()
-	ctx := context.Background()
-	repo, err := remote.NewRepository(host + "/" + repoName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo.PlainHTTP = true
-	for _, b := range append(blobs, ocispec.DescriptorEmptyJSON.Data) {
-		d := content.NewDescriptorFromBytes("application/octet-stream", b)
-		if ok, _ := repo.Exists(ctx, d); !ok {
-			if err := repo.Push(ctx, d, bytes.NewReader(b)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	raw, _ := json.Marshal(m)
-	d := content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, raw)
-	if err := repo.Manifests().PushReference(ctx, d, bytes.NewReader(raw), tag); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func artifact(layers ...ocispec.Descriptor) ocispec.Manifest {
-	return ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
-		ArtifactType: oci.ArtifactType, Config: ocispec.DescriptorEmptyJSON, Layers: layers}
-}
-
 // TestPullRefusesBadArtifacts: a mismatched pin, wrong types or layers,
 // sizes over the limits, annotations that lie.
 func TestPullRefusesBadArtifacts(t *testing.T) {
@@ -177,13 +146,13 @@ func TestPullRefusesBadArtifacts(t *testing.T) {
 	manL := content.NewDescriptorFromBytes(oci.ManifestMediaType, good.Manifest)
 	modL := content.NewDescriptorFromBytes(oci.ModuleMediaType, good.Module)
 	otherL := content.NewDescriptorFromBytes(oci.ModuleMediaType, otherModule)
-	wrongType := artifact(manL, modL)
+	wrongType := ocitest.Artifact(manL, modL)
 	wrongType.ArtifactType = "application/vnd.example.other"
 	huge := modL
 	huge.Size = oci.MaxModuleBytes + 1
-	lying := artifact(manL, modL)
+	lying := ocitest.Artifact(manL, modL)
 	lying.Annotations = map[string]string{oci.AnnotationVersion: "9.9.9"}
-	reversed := artifact(modL, manL)
+	reversed := ocitest.Artifact(modL, manL)
 	misnamed := bytes.Replace(good.Manifest, []byte(`"textkit.wasm"`), []byte(`"sql.wasm"`), 1)
 	misnamedL := content.NewDescriptorFromBytes(oci.ManifestMediaType, misnamed)
 	cases := []struct {
@@ -192,18 +161,18 @@ func TestPullRefusesBadArtifacts(t *testing.T) {
 		blobs [][]byte
 		want  string
 	}{
-		{"mismatched pin", artifact(manL, otherL), [][]byte{good.Manifest, otherModule}, "the manifest pins"},
+		{"mismatched pin", ocitest.Artifact(manL, otherL), [][]byte{good.Manifest, otherModule}, "the manifest pins"},
 		{"artifact type", wrongType, [][]byte{good.Manifest, good.Module}, "is not a Toolshed plugin"},
-		{"one layer", artifact(manL), [][]byte{good.Manifest}, "layers ["},
+		{"one layer", ocitest.Artifact(manL), [][]byte{good.Manifest}, "layers ["},
 		{"layers reversed", reversed, [][]byte{good.Manifest, good.Module}, "layers ["},
-		{"module over the limit", artifact(manL, huge), [][]byte{good.Manifest}, "larger than"},
+		{"module over the limit", ocitest.Artifact(manL, huge), [][]byte{good.Manifest}, "larger than"},
 		{"annotation lies", lying, [][]byte{good.Manifest, good.Module}, "annotation dev.toolshed.plugin.version"},
-		{"module of another name", artifact(misnamedL, modL), [][]byte{misnamed, good.Module}, "a distributed plugin's module is textkit.wasm"},
+		{"module of another name", ocitest.Artifact(misnamedL, modL), [][]byte{misnamed, good.Module}, "a distributed plugin's module is textkit.wasm"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tag := "bad" + string(rune('a'+i))
-			pushRaw(t, reg.Host, "plugins/textkit", tag, tc.m, tc.blobs...)
+			ocitest.PushManifest(t, reg.Host, "plugins/textkit", tag, tc.m, tc.blobs...)
 			_, err := c.Pull(ctx, reg.Host+"/plugins/textkit:"+tag)
 			var ve *oci.VerifyError
 			if !errors.As(err, &ve) || !strings.Contains(err.Error(), tc.want) {
@@ -269,11 +238,4 @@ func TestCredentials(t *testing.T) {
 	if _, err := client(t, oci.Options{DockerConfig: cfg}).Pull(ctx, ref); err != nil {
 		t.Fatalf("pull with the Docker config: %v", err)
 	}
-}
-
-// artifactOf is the artifact of a plugin as Push would pack it, without
-// Push's checks.
-func artifactOf(p *oci.Plugin) ocispec.Manifest {
-	return artifact(content.NewDescriptorFromBytes(oci.ManifestMediaType, p.Manifest),
-		content.NewDescriptorFromBytes(oci.ModuleMediaType, p.Module))
 }

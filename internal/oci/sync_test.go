@@ -87,7 +87,7 @@ func TestSyncFollowsTag(t *testing.T) {
 	// producer (Push itself refuses it).
 	v4 := ocitest.Textkit(t, "4.0.0")
 	v4.Module = append(v4.Module, 0)
-	pushRaw(t, reg.Host, "plugins/textkit", "stable", artifactOf(v4), v4.Manifest, v4.Module)
+	ocitest.PushUnchecked(t, reg.Host, "plugins/textkit", "stable", v4)
 	s.SyncOnce(ctx)
 	keeps("mismatched pin")
 	if st := s.Status()[0]; st.Failures != 3 {

@@ -7,6 +7,8 @@ package ocitest
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"io"
 	"log"
 	"net/http"
@@ -21,6 +23,10 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/registry"
+	specs "github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/toolshed/toolshed/internal/oci"
 	"github.com/toolshed/toolshed/internal/wasmbuild"
@@ -151,4 +157,44 @@ func repoRoot(t testing.TB) string {
 func SameFile(path string, want []byte) bool {
 	got, err := os.ReadFile(path)
 	return err == nil && bytes.Equal(got, want)
+}
+
+// Artifact is an OCI manifest of the plugin artifact type with these
+// layers, as a producer could write it by hand.
+func Artifact(layers ...ocispec.Descriptor) ocispec.Manifest {
+	return ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
+		ArtifactType: oci.ArtifactType, Config: ocispec.DescriptorEmptyJSON, Layers: layers}
+}
+
+// PushUnchecked pushes a plugin's artifact as oci.Client.Push packs it,
+// without Push's checks: what a careless or hostile producer can push.
+func PushUnchecked(t testing.TB, host, repo, tag string, p *oci.Plugin) {
+	t.Helper()
+	PushManifest(t, host, repo, tag, Artifact(content.NewDescriptorFromBytes(oci.ManifestMediaType, p.Manifest),
+		content.NewDescriptorFromBytes(oci.ModuleMediaType, p.Module)), p.Manifest, p.Module)
+}
+
+// PushManifest pushes a hand-made OCI manifest and its blobs (the empty
+// config blob is added), tagged.
+func PushManifest(t testing.TB, host, repoName, tag string, m ocispec.Manifest, blobs ...[]byte) {
+	t.Helper()
+	ctx := context.Background()
+	repo, err := remote.NewRepository(host + "/" + repoName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo.PlainHTTP = true
+	for _, b := range append(blobs, ocispec.DescriptorEmptyJSON.Data) {
+		d := content.NewDescriptorFromBytes("application/octet-stream", b)
+		if ok, _ := repo.Exists(ctx, d); !ok {
+			if err := repo.Push(ctx, d, bytes.NewReader(b)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	raw, _ := json.Marshal(m)
+	d := content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, raw)
+	if err := repo.Manifests().PushReference(ctx, d, bytes.NewReader(raw), tag); err != nil {
+		t.Fatal(err)
+	}
 }
