@@ -37,6 +37,7 @@ test: build plugins vet
 	$(GO) test -count=1 ./...
 	$(MAKE) race
 	$(MAKE) bench-test
+	$(MAKE) deploy-test
 
 # The benchmark suite against peers (bench/, its own module so the peers
 # never enter this one): prints every table and writes docs/BENCHMARKS.md
@@ -50,6 +51,12 @@ bench:
 # The bench module's vet and quick tests (make test runs them).
 bench-test:
 	cd bench && $(BENCH_GO) vet ./... && $(BENCH_GO) test -count=1 ./...
+
+# deploy/: the Kubernetes manifests decoded strictly into the Kubernetes
+# API's types and checked against each other and toolshed.yaml (module
+# deploy/check, so those types never enter this one).
+deploy-test:
+	cd deploy/check && $(BENCH_GO) vet ./... && $(BENCH_GO) test -count=1 ./...
 
 # The main module's Go benchmarks, then the comparison tables of the
 # evaluation sets and the runtime's figures.

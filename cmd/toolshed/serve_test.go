@@ -314,8 +314,8 @@ func TestServeRefusesBadInput(t *testing.T) {
 func TestServeModelsAuthAndMetrics(t *testing.T) {
 	const key = "test-key-0123456789abcdef"
 	s := startServe(t, &scripted.Model{}, map[string]string{"server.api_keys": key})
-	// Every endpoint wants the key.
-	for _, path := range []string{"/v1/models", "/v1/plugins", "/metrics", "/healthz", "/mcp"} {
+	// Every endpoint but the probes (TestServeReadyz) wants the key.
+	for _, path := range []string{"/v1/models", "/v1/plugins", "/metrics", "/mcp"} {
 		resp, err := http.Get(s.url + path)
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,409 @@
+package check
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+
+	"github.com/toolshed/toolshed/host/wasm"
+	"github.com/toolshed/toolshed/internal/config"
+	"github.com/toolshed/toolshed/internal/oci"
+)
+
+const dir = "../kubernetes"
+
+// imagePlugins is where deploy/Dockerfile puts the bundled plugins.
+const imagePlugins = "/usr/share/toolshed/plugins"
+
+// objects are the decoded manifests, by kind.
+type objects struct {
+	namespaces []corev1.Namespace
+	configMaps []corev1.ConfigMap
+	secrets    []corev1.Secret
+	services   []corev1.Service
+	deploys    []appsv1.Deployment
+	ingresses  []networkingv1.Ingress
+	hpas       []autoscalingv2.HorizontalPodAutoscaler
+	pdbs       []policyv1.PodDisruptionBudget
+	files      []string
+}
+
+// decode reads every manifest strictly into the Kubernetes API's own
+// types: an unknown field, a misspelt one, a duplicate key or a value of
+// the wrong type is an error.
+func decode(t *testing.T) *objects {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if len(files) == 0 {
+		t.Fatal("no manifests")
+	}
+	o := &objects{}
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		o.files = append(o.files, filepath.Base(f))
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range bytes.Split(data, []byte("\n---\n")) {
+			var tm metav1.TypeMeta
+			if err := yaml.Unmarshal(doc, &tm); err != nil {
+				t.Fatalf("%s #%d: %v", f, i+1, err)
+			}
+			var err error
+			switch tm.APIVersion + " " + tm.Kind {
+			case "v1 Namespace":
+				err = add(&o.namespaces, doc)
+			case "v1 ConfigMap":
+				err = add(&o.configMaps, doc)
+			case "v1 Secret":
+				err = add(&o.secrets, doc)
+			case "v1 Service":
+				err = add(&o.services, doc)
+			case "apps/v1 Deployment":
+				err = add(&o.deploys, doc)
+			case "networking.k8s.io/v1 Ingress":
+				err = add(&o.ingresses, doc)
+			case "autoscaling/v2 HorizontalPodAutoscaler":
+				err = add(&o.hpas, doc)
+			case "policy/v1 PodDisruptionBudget":
+				err = add(&o.pdbs, doc)
+			default:
+				t.Fatalf("%s #%d: unexpected %s %s", f, i+1, tm.APIVersion, tm.Kind)
+			}
+			if err != nil {
+				t.Fatalf("%s #%d (%s): %v", f, i+1, tm.Kind, err)
+			}
+		}
+	}
+	if len(o.deploys) != 1 || len(o.configMaps) != 1 || len(o.secrets) != 1 || len(o.hpas) != 1 || len(o.pdbs) != 1 || len(o.services) < 1 || len(o.ingresses) < 1 {
+		t.Fatalf("want one Deployment, ConfigMap, Secret, HPA, PDB and at least one Service and Ingress")
+	}
+	return o
+}
+
+// add decodes one object strictly and appends it.
+func add[T any](list *[]T, doc []byte) error {
+	var v T
+	if err := yaml.UnmarshalStrict(doc, &v); err != nil {
+		return err
+	}
+	*list = append(*list, v)
+	return nil
+}
+
+// TestStrictDecodingCatchesMistakes: the decoder used here refuses what
+// it must, so a pass means something.
+func TestStrictDecodingCatchesMistakes(t *testing.T) {
+	for _, bad := range []string{
+		"apiVersion: apps/v1\nkind: Deployment\nspec:\n  replica: 2\n",                                              // misspelt
+		"apiVersion: apps/v1\nkind: Deployment\nspec:\n  replicas: two\n",                                           // wrong type
+		"apiVersion: apps/v1\nkind: Deployment\nspec:\n  replicas: 2\n  replicas: 3\n",                              // duplicate
+		"apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n      - nam: x\n", // nested
+	} {
+		var d appsv1.Deployment
+		if err := yaml.UnmarshalStrict([]byte(bad), &d); err == nil {
+			t.Errorf("accepted:\n%s", bad)
+		}
+	}
+}
+
+// TestManifests: the objects decode strictly and agree with each other
+// and with Toolshed's configuration.
+func TestManifests(t *testing.T) {
+	o := decode(t)
+	d := o.deploys[0]
+	pod := d.Spec.Template
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil || !sel.Matches(labels.Set(pod.Labels)) {
+		t.Fatalf("the Deployment's selector does not select its pods: %v", err)
+	}
+	if len(pod.Spec.Containers) != 1 {
+		t.Fatal("want one container")
+	}
+	c := pod.Spec.Containers[0]
+	port := map[string]int32{}
+	for _, p := range c.Ports {
+		port[p.Name] = p.ContainerPort
+	}
+
+	// Services and ingresses reach the pods on a port they expose.
+	svcPorts := map[string][]string{}
+	for _, s := range o.services {
+		if !labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(pod.Labels)) || len(s.Spec.Selector) == 0 {
+			t.Errorf("Service %s does not select the pods", s.Name)
+		}
+		for _, p := range s.Spec.Ports {
+			if _, ok := port[p.TargetPort.StrVal]; !ok {
+				t.Errorf("Service %s targets port %q the container does not name", s.Name, p.TargetPort.StrVal)
+			}
+			svcPorts[s.Name] = append(svcPorts[s.Name], p.Name)
+		}
+	}
+	if s := find(o.services, "toolshed-mcp"); s == nil || s.Spec.SessionAffinity != corev1.ServiceAffinityClientIP {
+		t.Error("the in-cluster MCP Service keeps no client on one replica (sessionAffinity: ClientIP)")
+	}
+	mcpRouted := false
+	for _, ing := range o.ingresses {
+		for _, r := range ing.Spec.Rules {
+			for _, p := range r.HTTP.Paths {
+				b := p.Backend.Service
+				if b == nil || !slices.Contains(svcPorts[b.Name], b.Port.Name) {
+					t.Errorf("Ingress %s: path %s goes to a Service or port that does not exist", ing.Name, p.Path)
+					continue
+				}
+				hash := ing.Annotations["nginx.ingress.kubernetes.io/upstream-hash-by"]
+				if p.Path == "/mcp" {
+					mcpRouted = true
+					if hash == "" || strings.Contains(strings.ToLower(hash), "mcp_session_id") && !strings.Contains(hash, "remote_addr") {
+						t.Errorf("Ingress %s: /mcp must keep a client, initialize included, on one replica (upstream-hash-by %q)", ing.Name, hash)
+					}
+				} else if hash != "" {
+					t.Errorf("Ingress %s: %s is stateless and should not be pinned (upstream-hash-by %q)", ing.Name, p.Path, hash)
+				}
+			}
+		}
+	}
+	if !mcpRouted {
+		t.Error("no Ingress routes /mcp")
+	}
+
+	// Probes: readiness is /readyz, liveness /healthz, on a named port.
+	for _, p := range []struct {
+		name  string
+		probe *corev1.Probe
+		path  string
+	}{{"readiness", c.ReadinessProbe, "/readyz"}, {"liveness", c.LivenessProbe, "/healthz"}} {
+		if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || port[p.probe.HTTPGet.Port.StrVal] == 0 {
+			t.Errorf("%s probe: want GET %s on a named container port", p.name, p.path)
+		}
+	}
+
+	// The configuration, loaded as serve loads it, with the environment
+	// the pod gets (secrets replaced by valid stand-ins).
+	cm := o.configMaps[0]
+	cfgDir := t.TempDir()
+	for k, v := range cm.Data {
+		os.WriteFile(filepath.Join(cfgDir, k), []byte(v), 0o644)
+	}
+	secret := o.secrets[0]
+	stand := map[string]string{"api-keys": "k8s-check-api-key-0123456789", "continuation-key": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "model-api-key": "sk-test"}
+	var env []string
+	envVal := map[string]string{}
+	for _, e := range c.Env {
+		v := e.Value
+		if ref := e.ValueFrom; ref != nil && ref.SecretKeyRef != nil {
+			if ref.SecretKeyRef.Name != secret.Name {
+				t.Errorf("env %s: Secret %q is not in the manifests", e.Name, ref.SecretKeyRef.Name)
+			}
+			if _, ok := secret.StringData[ref.SecretKeyRef.Key]; !ok {
+				t.Errorf("env %s: the Secret has no key %q", e.Name, ref.SecretKeyRef.Key)
+			}
+			v = stand[ref.SecretKeyRef.Key]
+		}
+		if ref := e.ValueFrom; ref != nil && ref.ResourceFieldRef != nil {
+			if _, ok := c.Resources.Limits[corev1.ResourceName(strings.TrimPrefix(ref.ResourceFieldRef.Resource, "limits."))]; !ok {
+				t.Errorf("env %s: %s is not set", e.Name, ref.ResourceFieldRef.Resource)
+			}
+			continue
+		}
+		env = append(env, e.Name+"="+v)
+		envVal[e.Name] = v
+	}
+	cfgPath := argAfter(c.Args, "--config")
+	mount := func(path string) *corev1.VolumeMount {
+		var best *corev1.VolumeMount
+		for i, m := range c.VolumeMounts {
+			if strings.HasPrefix(path+"/", strings.TrimSuffix(m.MountPath, "/")+"/") && (best == nil || len(m.MountPath) > len(best.MountPath)) {
+				best = &c.VolumeMounts[i]
+			}
+		}
+		return best
+	}
+	volume := func(name string) *corev1.Volume {
+		for i, v := range pod.Spec.Volumes {
+			if v.Name == name {
+				return &pod.Spec.Volumes[i]
+			}
+		}
+		return nil
+	}
+	// fromConfigMap checks that a path the pod reads is a key of the ConfigMap.
+	fromConfigMap := func(what, path string) {
+		m := mount(path)
+		if m == nil || volume(m.Name) == nil || volume(m.Name).ConfigMap == nil || volume(m.Name).ConfigMap.Name != cm.Name {
+			t.Errorf("%s %s is not on the ConfigMap's volume", what, path)
+			return
+		}
+		if _, ok := cm.Data[strings.TrimPrefix(path, m.MountPath+"/")]; !ok {
+			t.Errorf("%s %s: the ConfigMap has no key %q", what, path, strings.TrimPrefix(path, m.MountPath+"/"))
+		}
+	}
+	// writable checks that a path the pod writes is on an emptyDir (the
+	// root file system is read-only).
+	writable := func(what, path string) {
+		m := mount(path)
+		if m == nil || m.ReadOnly || volume(m.Name) == nil || volume(m.Name).EmptyDir == nil {
+			t.Errorf("%s %s is not on a writable volume (readOnlyRootFilesystem)", what, path)
+		}
+	}
+	fromConfigMap("--config", cfgPath)
+	l, err := config.Load(config.Source{File: filepath.Join(cfgDir, strings.TrimPrefix(cfgPath, "/etc/toolshed/")), Env: env})
+	if err != nil {
+		t.Fatalf("toolshed.yaml of the ConfigMap: %v", err)
+	}
+	cfg := l.Config
+	fromConfigMap("plugins.grants", cfg.Plugins.Grants)
+	writable("plugins.dir", cfg.Plugins.Dir)
+	writable("plugins.cache_dir", cfg.Plugins.CacheDir)
+	writable("XDG_DATA_HOME", envVal["XDG_DATA_HOME"])
+	if len(cfg.Server.APIKeys) == 0 {
+		t.Error("no API keys: serve refuses to listen beyond loopback")
+	}
+	_, p, _ := net.SplitHostPort(cfg.Server.Addr)
+	if p != fmt.Sprint(port["http"]) || config.IsLoopback(cfg.Server.Addr) {
+		t.Errorf("server.addr %s: the container port is %d, reachable from outside the pod", cfg.Server.Addr, port["http"])
+	}
+	if len(cfg.Registry.Sources) == 0 {
+		t.Error("no registry.sources")
+	}
+	for _, s := range cfg.Registry.Sources {
+		if _, err := oci.ParseReference(s); err != nil {
+			t.Error(err)
+		}
+	}
+	if m := mount(cfg.Registry.DockerConfig); m == nil || volume(m.Name).Secret == nil || filepath.Base(cfg.Registry.DockerConfig) != corev1.DockerConfigJsonKey {
+		t.Errorf("registry.docker_config %s is not the %s key of a mounted Secret", cfg.Registry.DockerConfig, corev1.DockerConfigJsonKey)
+	}
+	// The grants name the image's bundled plugin folder: here, its source.
+	grants := filepath.Join(cfgDir, filepath.Base(cfg.Plugins.Grants))
+	src, _ := filepath.Abs("../../plugin-manifests")
+	os.WriteFile(grants, []byte(strings.ReplaceAll(cm.Data[filepath.Base(cfg.Plugins.Grants)], imagePlugins, src)), 0o644)
+	_, g, err := wasm.LoadGrants(grants)
+	if err != nil {
+		t.Fatalf("grants.json: %v", err)
+	}
+	for name, gr := range g {
+		if gr.Artifacts != "" {
+			writable("grants: "+name+" artifacts", gr.Artifacts)
+		}
+	}
+
+	// Draining fits the grace period: the preStop pause, then
+	// server.shutdown_timeout, then a margin, before the SIGKILL.
+	pause := time.Duration(0)
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil {
+		pause = time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+	}
+	grace := time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+	if need := pause + cfg.Server.ShutdownTimeout + 5*time.Second; grace < need {
+		t.Errorf("terminationGracePeriodSeconds %s < preStop %s + server.shutdown_timeout %s + 5s", grace, pause, cfg.Server.ShutdownTimeout)
+	}
+	if c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem {
+		t.Error("the root file system should be read-only")
+	}
+
+	// Autoscaling and disruption.
+	h := o.hpas[0]
+	if h.Spec.ScaleTargetRef.Kind != "Deployment" || h.Spec.ScaleTargetRef.Name != d.Name || h.Spec.ScaleTargetRef.APIVersion != "apps/v1" {
+		t.Errorf("the HPA scales %+v, not the Deployment", h.Spec.ScaleTargetRef)
+	}
+	if h.Spec.MinReplicas == nil || *h.Spec.MinReplicas < 2 {
+		t.Error("the HPA should keep at least 2 replicas")
+	}
+	for _, m := range h.Spec.Metrics {
+		if m.Resource != nil {
+			if _, ok := c.Resources.Requests[m.Resource.Name]; !ok {
+				t.Errorf("the HPA scales on %s utilisation, which the container does not request", m.Resource.Name)
+			}
+		}
+	}
+	pdb := o.pdbs[0]
+	ps, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil || !ps.Matches(labels.Set(pod.Labels)) {
+		t.Error("the PodDisruptionBudget does not select the pods")
+	}
+	if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() >= int(*h.Spec.MinReplicas) {
+		t.Error("the PodDisruptionBudget lets every replica go at once")
+	}
+}
+
+// TestKustomization: kustomization.yaml lists every manifest.
+func TestKustomization(t *testing.T) {
+	o := decode(t)
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		APIVersion string   `json:"apiVersion"`
+		Kind       string   `json:"kind"`
+		Namespace  string   `json:"namespace"`
+		Resources  []string `json:"resources"`
+	}
+	if err := yaml.UnmarshalStrict(data, &k); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(k.Resources)
+	if !slices.Equal(k.Resources, o.files) {
+		t.Fatalf("kustomization resources %v, manifests %v", k.Resources, o.files)
+	}
+	if len(o.namespaces) != 1 || o.namespaces[0].Name != k.Namespace {
+		t.Fatalf("namespace %q is not the Namespace of the manifests", k.Namespace)
+	}
+}
+
+// TestDockerfile: the image has what the manifests expect of it.
+func TestDockerfile(t *testing.T) {
+	data, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(data)
+	for _, want := range []string{"CGO_ENABLED=0", "FROM gcr.io/distroless/static", "USER 65532:65532",
+		`ENTRYPOINT ["/usr/local/bin/toolshed"]`, "plugin-manifests/glossary-data", imagePlugins} {
+		if !strings.Contains(df, want) {
+			t.Errorf("deploy/Dockerfile lacks %q", want)
+		}
+	}
+	o := decode(t)
+	c := o.deploys[0].Spec.Template.Spec.Containers[0]
+	if c.Args[0] != "serve" || o.deploys[0].Spec.Template.Spec.SecurityContext.RunAsUser == nil || *o.deploys[0].Spec.Template.Spec.SecurityContext.RunAsUser != 65532 {
+		t.Error("the Deployment runs something else than the image's serve as its user")
+	}
+}
+
+func find(svcs []corev1.Service, name string) *corev1.Service {
+	for i := range svcs {
+		if svcs[i].Name == name {
+			return &svcs[i]
+		}
+	}
+	return nil
+}
+
+func argAfter(args []string, flag string) string {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
