@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolshed/toolshed/internal/oci"
 	"github.com/toolshed/toolshed/internal/oci/ocitest"
@@ -151,5 +153,35 @@ func TestSyncPinnedAndOwnership(t *testing.T) {
 	}
 	if _, err := oci.NewSyncer(oci.SyncOptions{Dir: dir, Client: c, Sources: []string{"textkit"}}); err == nil {
 		t.Fatal("a reference without a tag or digest accepted")
+	}
+}
+
+// TestSyncConcurrentStatus: Status, Ready and Rounds while Run syncs
+// (go test -race).
+func TestSyncConcurrentStatus(t *testing.T) {
+	reg := ocitest.NewRegistry(t)
+	c := client(t, oci.Options{})
+	ref := reg.Host + "/plugins/textkit:stable"
+	if _, err := c.Push(context.Background(), ref, ocitest.Textkit(t, "1.0.0")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := oci.NewSyncer(oci.SyncOptions{Dir: t.TempDir(), Sources: []string{ref}, Interval: time.Millisecond, Client: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	for i := 0; s.Rounds() < 20; i++ {
+		s.Status()
+		s.Ready()
+		if i%2 == 0 {
+			c.Push(ctx, ref, ocitest.Textkit(t, "1.0."+strconv.Itoa(i%5)))
+		}
+	}
+	cancel()
+	<-done
+	if ok, why := s.Ready(); !ok {
+		t.Fatal(why)
 	}
 }
