@@ -61,6 +61,23 @@ func TestSynthCatalog(t *testing.T) {
 	}
 }
 
+// TestSnapshotOf: a catalog made for the context section holds every
+// tool, whatever the manifest format's per-plugin and size limits.
+func TestSnapshotOf(t *testing.T) {
+	seal := []manifest.Tool{
+		{Name: "getWeather", Description: "Get the weather", Parameters: []byte(`{"type":"object","properties":{"city":{"type":"string"}}}`)},
+		{Name: "sendMail", Description: "Send an email", Parameters: []byte(`{"type":"object","properties":{"to":{"type":"string"}}}`)},
+	}
+	tools := synthCatalog(seal, 1000)
+	snap, err := snapshotOf(tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Errors) > 0 || len(snap.Tools) != len(tools) {
+		t.Fatalf("%d of %d tools loaded; errors %v", len(snap.Tools), len(tools), snap.Errors)
+	}
+}
+
 func TestRepairs(t *testing.T) {
 	used := map[string]bool{}
 	if got := toolName("request First Aid", used); got != "request_First_Aid" {

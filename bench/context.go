@@ -204,18 +204,20 @@ func toolName(name string, used map[string]bool) string {
 	return out
 }
 
-// snapshotOf loads tools as a catalog of plugins of at most 100 tools each
+// snapshotOf loads tools as a catalog of plugins of at most
+// manifest.MaxTools tools each
 // (manifests only: no module is read to index or to count tokens). Names
 // and schemas the manifest format refuses are repaired (toolName,
 // repairSchema).
 func snapshotOf(tools []manifest.Tool) (*catalog.Snapshot, error) {
 	fsys := fstest.MapFS{}
 	used := map[string]bool{}
-	for i := 0; i*100 < len(tools); i++ {
+	const per = manifest.MaxTools
+	for i := 0; i*per < len(tools); i++ {
 		m := manifest.Manifest{
 			Name: fmt.Sprintf("p%03d", i), Version: "1.0.0", ABIVersion: 1,
 			Wasm: fmt.Sprintf("p%03d.wasm", i), SHA256: strings.Repeat("0", 64),
-			Tools: slices.Clone(tools[i*100 : min(len(tools), (i+1)*100)]),
+			Tools: slices.Clone(tools[i*per : min(len(tools), (i+1)*per)]),
 		}
 		for j := range m.Tools {
 			m.Tools[j].Name = toolName(m.Tools[j].Name, used)
