@@ -2,9 +2,7 @@ package host_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -98,20 +95,7 @@ func writeJSON(w http.ResponseWriter, msg openai.ChatCompletionMessage) {
 // bundledPlugins builds and pins the named bundled plugins into a directory.
 func bundledPlugins(t *testing.T, names ...string) *catalog.Snapshot {
 	t.Helper()
-	dir := t.TempDir()
-	sha := regexp.MustCompile(`"sha256": "[0-9a-f]*"`)
-	for _, name := range names {
-		module, err := os.ReadFile(wasmbuild.Build(t, "../plugins/"+name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(module)
-		man, _ := os.ReadFile("../plugin-manifests/" + name + ".json")
-		man = sha.ReplaceAll(man, []byte(`"sha256": "`+hex.EncodeToString(sum[:])+`"`))
-		os.WriteFile(filepath.Join(dir, name+".wasm"), module, 0o644)
-		os.WriteFile(filepath.Join(dir, name+".json"), man, 0o644)
-	}
-	snap, err := catalog.Load(dir, nil)
+	snap, err := catalog.Load(wasmbuild.Bundled(t, "..", names...), nil)
 	if err != nil || len(snap.Errors) > 0 {
 		t.Fatal(err, snap.Errors)
 	}

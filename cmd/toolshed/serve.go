@@ -387,8 +387,9 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 	s.openai = openaiapi.New(ag.host, &openaiapi.Options{Upstream: ag.client, NoModel: errNoModel.Error(),
 		RequestTimeout: cfg.Server.RequestTimeout, MaxConcurrent: cfg.Server.MaxConcurrent,
 		Metrics: s.metrics, Logger: log, RequestID: requestID})
-	s.mcp = mcpserver.New(ag.host, &mcpserver.Options{Logger: log, Metrics: s.metrics, MaxSessions: cfg.Server.MaxConcurrent,
-		MaxBodyBytes: cfg.Server.MaxBodyBytes, Version: version}).Handler()
+	m := cfg.Server.MCP
+	s.mcp = mcpserver.New(ag.host, &mcpserver.Options{Logger: log, Metrics: s.metrics, MaxSessions: m.MaxSessions,
+		InitTimeout: m.InitTimeout, IdleTimeout: m.IdleTimeout, MaxBodyBytes: cfg.Server.MaxBodyBytes, Version: version}).Handler()
 	if s.sync, err = newRegistrySync(cfg, live, s.metrics, log); err != nil {
 		ag.close()
 		return nil, err
@@ -450,7 +451,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 func (s *server) serve(ctx context.Context, ln net.Listener, cfg *config.Config, stdout io.Writer) error {
 	ag, live, log := s.agent, s.live, s.log
 	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
-		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		IdleTimeout: cfg.Server.IdleTimeout, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	upstream := "none (agent endpoint off: set model.base_url)"
 	if ag.client != nil {
 		upstream = cfg.Model.BaseURL + " (" + cfg.Model.Name + ")"

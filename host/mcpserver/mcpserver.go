@@ -13,9 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -41,15 +39,21 @@ type Options struct {
 	// Metrics, when set, records sessions and tool calls.
 	Metrics *metrics.Metrics
 	// MaxSessions bounds the HTTP sessions alive at once, counted from
-	// initialize; a new one beyond it is refused. Default 256.
+	// their initialize request; initialize beyond it is refused with a
+	// JSON-RPC error (HTTP 503). Default 256.
 	MaxSessions int
+	// InitTimeout drops an HTTP session whose client answered initialize
+	// but sent no notifications/initialized within it. Default 10 seconds.
+	InitTimeout time.Duration
 	// IdleTimeout closes an HTTP session that sent no request for this
-	// long. Default 30 minutes.
+	// long (the SDK's StreamableHTTPOptions.SessionTimeout). Default 30
+	// minutes.
 	IdleTimeout time.Duration
-	// MaxBodyBytes bounds one HTTP request body. Default 4 MiB.
+	// MaxBodyBytes bounds one HTTP request body and one stdio line.
+	// Default 4 MiB.
 	MaxBodyBytes int64
-	// Version is serverInfo.version. Default: the module version of the
-	// build (buildinfo.Version).
+	// Version is serverInfo.version. Default: the build's version
+	// (buildinfo.Version).
 	Version string
 }
 
@@ -62,13 +66,15 @@ type Server struct {
 	// sessions (it only reads the protocol versions).
 	stub *mcp.Server
 
-	mu     sync.Mutex
-	active int // HTTP sessions initialized and not yet closed
+	mu       sync.Mutex
+	admitted int                    // HTTP sessions from initialize to close
+	inflight map[inflightKey]func() // cancels of the POSTs of calls in progress
+	live     map[string]*session    // initialized HTTP sessions by id
 }
 
 // New returns the MCP front end of h.
 func New(h *host.Host, opts *Options) *Server {
-	s := &Server{host: h}
+	s := &Server{host: h, inflight: map[inflightKey]func(){}, live: map[string]*session{}}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -77,6 +83,9 @@ func New(h *host.Host, opts *Options) *Server {
 	}
 	if s.opts.MaxSessions <= 0 {
 		s.opts.MaxSessions = 256
+	}
+	if s.opts.InitTimeout <= 0 {
+		s.opts.InitTimeout = 10 * time.Second
 	}
 	if s.opts.IdleTimeout <= 0 {
 		s.opts.IdleTimeout = 30 * time.Minute
@@ -95,81 +104,145 @@ func (s *Server) implementation() *mcp.Implementation {
 	return &mcp.Implementation{Name: "toolshed", Title: "Toolshed", Version: s.opts.Version}
 }
 
-// Sessions reports the HTTP sessions initialized and not yet closed.
+// Sessions reports the HTTP sessions admitted (from initialize) and not
+// yet closed.
 func (s *Server) Sessions() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.active
+	return s.admitted
 }
 
 // session is one MCP client session: its host Session and the tools
 // registered on its server (always-on, tool_search, then discoveries).
+// It is safe for concurrent use.
 type session struct {
 	front *Server
 	hs    *host.Session
 	srv   *mcp.Server
 
-	mu         sync.Mutex
-	registered map[string]bool
-	closeOnce  sync.Once
-	ended      func()
+	mu          sync.Mutex
+	registered  map[string]bool
+	ss          *mcp.ServerSession // set by initialize
+	initialized bool               // notifications/initialized came
+	closeOnce   sync.Once
+	reason      string // why it ended, for the metrics
+	ended       func() // frees what the session holds (slot, gauge)
 }
 
-// newSession is the MCP server of one new client session.
-func (s *Server) newSession() *session {
-	ms := &session{front: s, hs: s.host.NewSession(), registered: map[string]bool{}, ended: func() {}}
+// newSession is the MCP server of one new client session; ended runs
+// once when it closes.
+func (s *Server) newSession(ended func()) *session {
+	ms := &session{front: s, hs: s.host.NewSession(), registered: map[string]bool{}, ended: ended, reason: "ended"}
 	ms.srv = mcp.NewServer(s.implementation(), &mcp.ServerOptions{
 		Instructions: host.DefaultSystemPrompt,
 		Logger:       s.opts.Logger,
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-		// A session counts from its initialized notification and ends
-		// when its connection does (HTTP: DELETE, idle timeout, shutdown).
-		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
-			s.mu.Lock()
-			s.active++
-			s.mu.Unlock()
-			done := s.opts.Metrics.SessionStarted("mcp")
+		// The SDK would announce each addition to the list itself, ~10 ms
+		// later and outside any request: only a client with a standalone
+		// GET stream would get it. Its own notifications are off here
+		// (listChanged is still advertised, see onInitialize); the call
+		// that changes the list sends the notification within itself
+		// (notifyListChanged).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
+		InitializedHandler: func(context.Context, *mcp.InitializedRequest) {
 			ms.mu.Lock()
-			ms.ended = func() {
-				done()
-				s.mu.Lock()
-				s.active--
-				s.mu.Unlock()
-			}
+			ms.initialized = true
 			ms.mu.Unlock()
-			go func() { req.Session.Wait(); ms.close() }()
 		},
 		SupportedProtocolVersions: ProtocolVersions,
 	})
-	ms.srv.AddReceivingMiddleware(ms.refuseUnknown)
+	ms.srv.AddReceivingMiddleware(ms.onInitialize, ms.refuseUnknown)
+	ms.srv.AddSendingMiddleware(listChangedMiddleware)
 	ms.sync()
 	return ms
 }
 
+// close ends the host session and frees what the session held, once.
 func (ms *session) close() {
 	ms.closeOnce.Do(func() {
 		ms.hs.Close()
 		ms.mu.Lock()
-		ended := ms.ended
+		reason := ms.reason
 		ms.mu.Unlock()
-		ended()
+		ms.front.opts.Metrics.MCPClosed(reason)
+		ms.ended()
 	})
 }
 
-// sync registers the session's tools not yet on its server; adding any
-// makes the server send notifications/tools/list_changed.
-func (ms *session) sync() {
+func (ms *session) setReason(r string) {
+	ms.mu.Lock()
+	ms.reason = r
+	ms.mu.Unlock()
+}
+
+// onInitialize keeps the session's ServerSession and advertises
+// tools.listChanged (see newSession).
+func (ms *session) onInitialize(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "initialize" || err != nil {
+			return res, err
+		}
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+			ms.mu.Lock()
+			ms.ss = ss
+			ms.mu.Unlock()
+		}
+		if ir, ok := res.(*mcp.InitializeResult); ok && ir.Capabilities != nil {
+			c := *ir.Capabilities
+			c.Tools = &mcp.ToolCapabilities{ListChanged: true}
+			ir.Capabilities = &c
+		}
+		return res, nil
+	}
+}
+
+// listChangedToken marks the progress notification listChangedMiddleware
+// turns into notifications/tools/list_changed.
+type listChangedMarker struct{}
+
+var listChangedToken = &listChangedMarker{}
+
+// notifyListChanged sends notifications/tools/list_changed within the
+// request of ctx, before its result: over streamable HTTP on that POST's
+// response stream (or, when the response is plain JSON, the GET stream),
+// over stdio before the result's line. The SDK exports no way to send a
+// list_changed notification on a request's context, only progress
+// notifications; one carrying a private token is rewritten by
+// listChangedMiddleware on its way out.
+func notifyListChanged(ctx context.Context, ss *mcp.ServerSession) error {
+	return ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: listChangedToken})
+}
+
+func listChangedMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "notifications/progress" {
+			if p, ok := req.GetParams().(*mcp.ProgressNotificationParams); ok && p.ProgressToken == any(listChangedToken) {
+				ss, _ := req.GetSession().(*mcp.ServerSession)
+				return next(ctx, "notifications/tools/list_changed",
+					&mcp.ServerRequest[*mcp.ToolListChangedParams]{Session: ss, Params: &mcp.ToolListChangedParams{}})
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// sync registers the session's tools not yet on its server and reports
+// whether it added any.
+func (ms *session) sync() bool {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
+	added := false
 	for _, t := range ms.hs.Tools() {
 		name := t.Function.Name
 		if ms.registered[name] {
 			continue
 		}
 		ms.registered[name] = true
+		added = true
 		schema, _ := t.Function.Parameters.(json.RawMessage)
 		ms.srv.AddTool(&mcp.Tool{Name: name, Description: t.Function.Description, InputSchema: schema}, ms.call)
 	}
+	return added
 }
 
 // refuseUnknown answers a call to a tool this session has not discovered
@@ -213,7 +286,11 @@ func (ms *session) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 			text, err := sample(ctx, req.Session, p)
 			res, rec = p.Complete(text, err)
 		}
-		ms.sync()
+		if ms.sync() {
+			if err := notifyListChanged(ctx, req.Session); err != nil {
+				ms.front.opts.Logger.Debug("mcp list_changed not delivered", "session", req.Session.ID(), "error", err)
+			}
+		}
 	} else {
 		res, rec = ms.hs.Call(ctx, name, args)
 	}
@@ -252,40 +329,3 @@ func sample(ctx context.Context, ss *mcp.ServerSession, p *host.PendingSearch) (
 	return "", errors.New("the client's model (sampling) answered with no text")
 }
 
-// Handler serves MCP over streamable HTTP, one MCP server per session. A
-// new session beyond MaxSessions live ones is refused (503).
-func (s *Server) Handler() http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
-			return s.stub // a request of an existing session, or none
-		}
-		return s.newSession().srv
-	}, &mcp.StreamableHTTPOptions{Logger: s.opts.Logger, SessionTimeout: s.opts.IdleTimeout, MaxRequestBodyBytes: s.opts.MaxBodyBytes})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && s.Sessions() >= s.opts.MaxSessions {
-			http.Error(w, fmt.Sprintf("too many MCP sessions (%d); close one or try later", s.opts.MaxSessions), http.StatusServiceUnavailable)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// RunStdio serves one session over r and w (a client that started this
-// process) until the client leaves or ctx ends. Only MCP is written to w.
-func (s *Server) RunStdio(ctx context.Context, r io.Reader, w io.Writer) error {
-	ms := s.newSession()
-	defer ms.close()
-	err := ms.srv.Run(ctx, &mcp.IOTransport{Reader: nopReadCloser{r}, Writer: nopWriteCloser{w}})
-	if err != nil && (errors.Is(err, io.EOF) || ctx.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed)) {
-		return nil
-	}
-	return err
-}
-
-type nopReadCloser struct{ io.Reader }
-
-func (nopReadCloser) Close() error { return nil }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

@@ -35,6 +35,8 @@ type Metrics struct {
 	toolTokens   *prometheus.CounterVec   // sent, all_loaded
 	modelTokens  *prometheus.CounterVec   // prompt, completion
 	clientCalls  prometheus.Counter
+	mcpRefused   prometheus.Counter
+	mcpClosed    *prometheus.CounterVec // reason
 	known        func(name string) bool
 }
 
@@ -79,8 +81,12 @@ func New(opts Options) *Metrics {
 		Help: "Tokens the upstream model reported using."}, []string{"kind"})
 	m.clientCalls = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolshed_client_tool_calls_total",
 		Help: "Calls to client-side tools returned to the client."})
+	m.mcpRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolshed_mcp_sessions_refused_total",
+		Help: "MCP initialize requests refused because server.mcp.max_sessions sessions were alive."})
+	m.mcpClosed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolshed_mcp_sessions_closed_total",
+		Help: "MCP sessions ended, by reason: deleted (the client's DELETE), init_timeout (no notifications/initialized in time), failed (initialize failed), ended (idle timeout, shutdown, stdio end)."}, []string{"reason"})
 	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.sessions, m.active, m.rounds, m.searches,
-		m.fallbacks, m.toolCalls, m.pluginCall, m.toolTokens, m.modelTokens, m.clientCalls} {
+		m.fallbacks, m.toolCalls, m.pluginCall, m.toolTokens, m.modelTokens, m.clientCalls, m.mcpRefused, m.mcpClosed} {
 		f(c)
 	}
 	if rt != nil {
@@ -126,6 +132,9 @@ func (m *Metrics) Register(cs ...prometheus.Collector) error {
 
 // ObserveHTTP counts one finished request.
 func (m *Metrics) ObserveHTTP(endpoint string, code int, took time.Duration) {
+	if m == nil {
+		return
+	}
 	m.httpRequests.WithLabelValues(endpoint, strconv.Itoa(code)).Inc()
 	m.httpDuration.WithLabelValues(endpoint).Observe(took.Seconds())
 }
@@ -189,5 +198,19 @@ func (m *Metrics) ObserveCall(c *host.ToolCallRecord) {
 		if s.Path == "llm-failed" || (s.Path == "no-llm" && s.Mode == host.ModeLLM) {
 			m.fallbacks.WithLabelValues("llm", "keyword").Inc()
 		}
+	}
+}
+
+// MCPRefused counts an MCP session refused for want of a slot.
+func (m *Metrics) MCPRefused() {
+	if m != nil {
+		m.mcpRefused.Inc()
+	}
+}
+
+// MCPClosed counts an MCP session that ended, and why.
+func (m *Metrics) MCPClosed(reason string) {
+	if m != nil {
+		m.mcpClosed.WithLabelValues(reason).Inc()
 	}
 }

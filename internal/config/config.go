@@ -30,7 +30,9 @@ type Config struct {
 	Limits  Limits  `koanf:"limits"`
 	Agent   Agent   `koanf:"agent"`
 	Server  Server  `koanf:"server"`
-	Log     Log     `koanf:"log"`
+	// Artifacts is the retention of the files tools produce (charts).
+	Artifacts Artifacts `koanf:"artifacts"`
+	Log       Log       `koanf:"log"`
 
 	Registry Registry `koanf:"registry"`
 }
@@ -105,6 +107,37 @@ type Server struct {
 	// balancer share it so a continuation lands on any of them; empty
 	// means a random key per process.
 	ContinuationKey string `koanf:"continuation_key"` // secret
+	// IdleTimeout closes a keep-alive HTTP connection idle this long.
+	IdleTimeout time.Duration `koanf:"idle_timeout"`
+	// MCP is the MCP endpoint's sessions.
+	MCP MCP `koanf:"mcp"`
+}
+
+// MCP bounds the sessions of /mcp (streamable HTTP).
+type MCP struct {
+	// MaxSessions bounds the sessions alive at once, counted from
+	// initialize; more are refused (JSON-RPC error, HTTP 503).
+	MaxSessions int `koanf:"max_sessions"`
+	// InitTimeout drops a session whose client sent no
+	// notifications/initialized within it.
+	InitTimeout time.Duration `koanf:"init_timeout"`
+	// IdleTimeout closes a session that sent no request this long.
+	IdleTimeout time.Duration `koanf:"idle_timeout"`
+	// Dispatcher adds the call_tool tool to every session, for clients
+	// that ignore notifications/tools/list_changed (docs/SERVING.md).
+	Dispatcher bool `koanf:"dispatcher"`
+}
+
+// Artifacts is how long the files tools produce are kept, and when they
+// are small enough to be sent inline.
+type Artifacts struct {
+	// MaxAge removes an artifact this old.
+	MaxAge time.Duration `koanf:"max_age"`
+	// MaxMB bounds the artifacts kept, all together; the oldest go first.
+	MaxMB int `koanf:"max_mb"`
+	// InlineKB: an artifact up to this size is also sent inline (a data:
+	// URL to OpenAI clients); 0: never.
+	InlineKB int `koanf:"inline_kb"`
 }
 
 // Registry is where toolshed serve pulls plugins from (OCI registries)
@@ -175,6 +208,14 @@ func Defaults() map[string]any {
 		"registry.username":       "",
 		"registry.password":       "",
 		"registry.docker_config":  "",
+		"server.idle_timeout":     "2m",
+		"server.mcp.max_sessions": 256,
+		"server.mcp.init_timeout": "10s",
+		"server.mcp.idle_timeout": "30m",
+		"server.mcp.dispatcher":   false,
+		"artifacts.max_age":       "24h",
+		"artifacts.max_mb":        512,
+		"artifacts.inline_kb":     32,
 		"log.level":               "info",
 		"log.format":              "text",
 	}
@@ -383,6 +424,9 @@ func (l *Loaded) check() error {
 		"search.budget": float64(c.Search.Budget), "agent.max_rounds": float64(c.Agent.MaxRounds),
 		"server.max_body_bytes": float64(c.Server.MaxBodyBytes), "server.request_timeout": float64(c.Server.RequestTimeout),
 		"server.shutdown_timeout": float64(c.Server.ShutdownTimeout), "server.max_concurrent": float64(c.Server.MaxConcurrent),
+		"server.idle_timeout": float64(c.Server.IdleTimeout), "server.mcp.max_sessions": float64(c.Server.MCP.MaxSessions),
+		"server.mcp.init_timeout": float64(c.Server.MCP.InitTimeout), "server.mcp.idle_timeout": float64(c.Server.MCP.IdleTimeout),
+		"artifacts.max_age": float64(c.Artifacts.MaxAge), "artifacts.max_mb": float64(c.Artifacts.MaxMB),
 	}
 	for _, k := range slices.Sorted(maps.Keys(positive)) {
 		if positive[k] <= 0 {
@@ -406,6 +450,9 @@ func (l *Loaded) check() error {
 		if notNegative[k] < 0 {
 			checks = append(checks, bad(k, "must not be negative (0 is the default ceiling)"))
 		}
+	}
+	if c.Artifacts.InlineKB < 0 {
+		checks = append(checks, bad("artifacts.inline_kb", "must not be negative (0: never inline)"))
 	}
 	if c.Plugins.Poll < 0 {
 		checks = append(checks, bad("plugins.poll", "must not be negative (0 turns polling off)"))

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"testing"
 )
@@ -92,4 +93,34 @@ func WAT(t testing.TB, src []byte) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+var shaField = regexp.MustCompile(`"sha256": "[0-9a-f]*"`)
+
+// Bundled builds the named bundled plugins of the repository at root
+// (plugins/NAME) into a new temporary directory, each beside its manifest
+// (plugin-manifests/NAME.json) pinned to the module just built, and
+// returns the directory.
+func Bundled(t testing.TB, root string, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range names {
+		module, err := os.ReadFile(Build(t, filepath.Join(root, "plugins", name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(module)
+		man, err := os.ReadFile(filepath.Join(root, "plugin-manifests", name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		man = shaField.ReplaceAll(man, []byte(`"sha256": "`+hex.EncodeToString(sum[:])+`"`))
+		if err := os.WriteFile(filepath.Join(dir, name+".wasm"), module, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".json"), man, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

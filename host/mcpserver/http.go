@@ -1,0 +1,286 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The SDK's StreamableHTTPHandler does the transport: sessions by
+// Mcp-Session-Id, SSE and JSON responses, the GET stream, DELETE, the idle
+// timeout, body limits. Handler adds what it leaves to the application,
+// looking at each POST's JSON-RPC messages before the SDK does:
+//
+//   - admission: a slot is taken at initialize (not at initialized), freed
+//     when the session closes; a session whose client never sends
+//     notifications/initialized is dropped after InitTimeout;
+//   - refusals in JSON-RPC form: no session id and not initialize (400,
+//     -32600), unknown method (-32601), bad JSON (400, -32700), too many
+//     sessions (503, -32000) — the SDK answers these in plain text or,
+//     for a request without a session id, runs it;
+//   - cancellation: notifications/cancelled ends the cancelled call's POST
+//     stream, so its result is never sent (the SDK cancels the handler's
+//     context but still writes the response).
+
+// sessionKey carries the session made for an initialize POST to the SDK's
+// getServer callback, which sees only the *http.Request. It never leaves
+// this package.
+type sessionKey struct{}
+
+// inflightKey names a call in progress: its session and request id.
+type inflightKey struct{ session, id string }
+
+// methods are the client-to-server methods the SDK serves here; a call
+// to any other is answered -32601 before it reaches the SDK.
+var methods = map[string]bool{
+	"initialize": true, "ping": true, "tools/list": true, "tools/call": true,
+	"resources/list": true, "resources/read": true, "resources/templates/list": true,
+	"resources/subscribe": true, "resources/unsubscribe": true,
+	"prompts/list": true, "prompts/get": true, "completion/complete": true, "logging/setLevel": true,
+}
+
+// Handler serves MCP over streamable HTTP, one MCP server per session.
+// Mount it at one path (toolshed serve: /mcp); it serves POST, GET and
+// DELETE there.
+func (s *Server) Handler() http.Handler {
+	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		if ms, ok := r.Context().Value(sessionKey{}).(*session); ok {
+			return ms.srv
+		}
+		return s.stub // a request of an existing session: only its versions are read
+	}, &mcp.StreamableHTTPOptions{Logger: s.opts.Logger, SessionTimeout: s.opts.IdleTimeout,
+		MaxRequestBodyBytes: s.opts.MaxBodyBytes})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sid := r.Header.Get("Mcp-Session-Id")
+		switch r.Method {
+		case http.MethodPost:
+			s.post(h, w, r, sid)
+		case http.MethodDelete:
+			s.mu.Lock()
+			ms := s.live[sid]
+			s.mu.Unlock()
+			if ms != nil {
+				ms.setReason("deleted")
+			}
+			h.ServeHTTP(w, r)
+		default:
+			h.ServeHTTP(w, r)
+		}
+	})
+}
+
+// peeked is what Handler reads of one JSON-RPC message.
+type peeked struct {
+	method string
+	id     jsonrpc.ID // valid for a call
+	call   bool
+	params json.RawMessage
+}
+
+// peek reads a POST body's messages: one, or a batch.
+func peek(body []byte) ([]peeked, bool, error) {
+	body = bytes.TrimSpace(body)
+	var raws []json.RawMessage
+	batch := len(body) > 0 && body[0] == '['
+	if batch {
+		if err := json.Unmarshal(body, &raws); err != nil {
+			return nil, true, err
+		}
+	} else {
+		raws = []json.RawMessage{body}
+	}
+	var out []peeked
+	for _, raw := range raws {
+		msg, err := jsonrpc.DecodeMessage(raw)
+		if err != nil {
+			return nil, batch, err
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok {
+			out = append(out, peeked{method: req.Method, id: req.ID, call: req.IsCall(), params: req.Params})
+		} else {
+			out = append(out, peeked{}) // a response to a server request (sampling)
+		}
+	}
+	return out, batch, nil
+}
+
+func (s *Server) post(h http.Handler, w http.ResponseWriter, r *http.Request, sid string) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeRPCError(w, http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest,
+				fmt.Sprintf("the request body is larger than %d bytes", tooBig.Limit))
+			return
+		}
+		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "the request body could not be read")
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	msgs, batch, err := peek(body)
+	if err != nil {
+		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeParseError, "not a JSON-RPC 2.0 message: "+oneLine(err.Error()))
+		return
+	}
+	if batch && (sid == "" || r.Header.Get("Mcp-Protocol-Version") >= "2025-06-18") {
+		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest,
+			"JSON-RPC batches are not supported (MCP 2025-06-18 and later, and initialize)")
+		return
+	}
+	if sid == "" {
+		if len(msgs) != 1 || msgs[0].method != "initialize" || !msgs[0].call {
+			id := jsonrpc.ID{}
+			if len(msgs) == 1 {
+				id = msgs[0].id
+			}
+			writeRPCError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest,
+				"Bad Request: no Mcp-Session-Id header; start a session with initialize")
+			return
+		}
+		s.initialize(h, w, r, msgs[0].id)
+		return
+	}
+	if !batch {
+		m := msgs[0]
+		switch {
+		case m.call && !methods[m.method]:
+			writeRPCError(w, http.StatusOK, m.id, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q not found", m.method))
+			return
+		case m.method == "notifications/cancelled":
+			s.cancelInflight(sid, m.params)
+		case m.call:
+			// The call's POST stream ends if the client cancels it.
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			key := inflightKey{sid, idString(m.id)}
+			s.mu.Lock()
+			s.inflight[key] = cancel
+			s.mu.Unlock()
+			defer func() {
+				s.mu.Lock()
+				delete(s.inflight, key)
+				s.mu.Unlock()
+			}()
+			r = r.WithContext(ctx)
+		}
+	}
+	h.ServeHTTP(w, r)
+}
+
+// cancelInflight ends the POST stream of the call a notifications/cancelled
+// names, before the SDK sees the notification (which cancels the call's
+// handler): the result, written later, finds no stream and is dropped.
+func (s *Server) cancelInflight(sid string, params json.RawMessage) {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil || !id.IsValid() {
+		return
+	}
+	s.mu.Lock()
+	cancel := s.inflight[inflightKey{sid, idString(id)}]
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+func idString(id jsonrpc.ID) string {
+	switch v := id.Raw().(type) {
+	case string:
+		return "s" + v
+	case int64:
+		return "n" + strconv.FormatInt(v, 10)
+	}
+	return fmt.Sprint(id.Raw())
+}
+
+// initialize admits a new session, or refuses it when MaxSessions are
+// alive. The slot is held from here until the session closes.
+func (s *Server) initialize(h http.Handler, w http.ResponseWriter, r *http.Request, id jsonrpc.ID) {
+	s.mu.Lock()
+	if s.admitted >= s.opts.MaxSessions {
+		s.mu.Unlock()
+		s.opts.Metrics.MCPRefused()
+		w.Header().Set("Retry-After", "5")
+		writeRPCError(w, http.StatusServiceUnavailable, id, -32000,
+			fmt.Sprintf("too many MCP sessions (%d alive, the limit: server.mcp.max_sessions); try again later", s.opts.MaxSessions))
+		return
+	}
+	s.admitted++
+	s.mu.Unlock()
+	endGauge := s.opts.Metrics.SessionStarted("mcp")
+	ms := s.newSession(func() {
+		endGauge()
+		s.mu.Lock()
+		s.admitted--
+		s.mu.Unlock()
+	})
+	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, ms)))
+
+	ms.mu.Lock()
+	ss := ms.ss
+	ms.mu.Unlock()
+	if ss == nil || ss.InitializeParams() == nil {
+		// Initialize failed (the SDK has closed the session) or never ran.
+		ms.setReason("failed")
+		ms.close()
+		return
+	}
+	sid := ss.ID()
+	s.mu.Lock()
+	s.live[sid] = ms
+	s.mu.Unlock()
+	timer := time.AfterFunc(s.opts.InitTimeout, func() {
+		ms.mu.Lock()
+		ok := ms.initialized
+		ms.mu.Unlock()
+		if !ok {
+			ms.setReason("init_timeout")
+			s.opts.Logger.Info("mcp session dropped: no notifications/initialized", "session", sid, "after", s.opts.InitTimeout)
+			ss.Close()
+		}
+	})
+	go func() {
+		ss.Wait()
+		timer.Stop()
+		s.mu.Lock()
+		delete(s.live, sid)
+		s.mu.Unlock()
+		ms.close()
+	}()
+}
+
+// writeRPCError answers with a JSON-RPC error response (id null when the
+// request's id is unknown).
+func writeRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, msg string) {
+	resp := struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      any    `json:"id"`
+		Error   struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id.Raw()}
+	resp.Error.Code, resp.Error.Message = code, msg
+	b, _ := json.Marshal(resp)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
