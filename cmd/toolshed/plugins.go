@@ -21,7 +21,7 @@ import (
 
 func cmdPlugins(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: toolshed plugins list [--plugins DIR] [--json]\n       toolshed plugins validate DIR\n       toolshed plugins pin [--grants FILE] MANIFEST.json...")
+		fmt.Fprintln(stderr, "usage: toolshed plugins list [--plugins DIR] [--json]\n       toolshed plugins validate DIR\n       toolshed plugins pin [--grants FILE] MANIFEST.json...\n       toolshed plugins push REF MANIFEST.json\n       toolshed plugins pull REF [DIR]")
 		return errUsage
 	}
 	switch args[0] {
@@ -34,7 +34,7 @@ func cmdPlugins(args []string, stdout, stderr io.Writer) error {
 	case "push", "pull":
 		return pluginsRegistry(args[0], args[1:], stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "toolshed plugins: unknown command %q (want list, validate or pin)\n", args[0])
+		fmt.Fprintf(stderr, "toolshed plugins: unknown command %q (want list, validate, pin, push or pull)\n", args[0])
 		return errUsage
 	}
 }

@@ -370,3 +370,44 @@ func waitFor(t *testing.T, limit time.Duration, ok func() bool, what string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestMCPSessionStaysOnItsReplica: an MCP session lives in the memory of
+// the replica that answered its initialize; the same session id sent to
+// another replica is answered 404 (the MCP spec then has the client
+// initialize again). This is why deploy/ keeps a client on one replica
+// (docs/DEPLOY.md).
+func TestMCPSessionStaysOnItsReplica(t *testing.T) {
+	a := startServe(t, &scripted.Model{}, nil)
+	b := startServe(t, &scripted.Model{}, nil)
+	post := func(url, session, body string) (*http.Response, string) {
+		req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(data)
+	}
+	resp, body := post(a.url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	id := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || id == "" {
+		t.Fatalf("initialize: %d %q %s", resp.StatusCode, id, body)
+	}
+	if resp, body := post(a.url, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode/100 != 2 {
+		t.Fatalf("initialized: %d %s", resp.StatusCode, body)
+	}
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	if resp, body := post(b.url, id, list); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the session on another replica: %d %s, want 404", resp.StatusCode, body)
+	}
+	if resp, body := post(a.url, id, list); resp.StatusCode != 200 || !strings.Contains(body, "tool_search") {
+		t.Fatalf("the session on its replica: %d %s", resp.StatusCode, body)
+	}
+}

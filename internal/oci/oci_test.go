@@ -100,6 +100,9 @@ func TestPushPull(t *testing.T) {
 	rc.Close()
 	var m ocispec.Manifest
 	json.Unmarshal(raw, &m)
+	var pretty bytes.Buffer
+	json.Indent(&pretty, raw, "", "  ")
+	t.Logf("the OCI manifest of textkit 1.0.0 (%s):\n%s", d, pretty.String())
 	if m.ArtifactType != oci.ArtifactType || m.Config.MediaType != ocispec.MediaTypeEmptyJSON || len(m.Layers) != 2 ||
 		m.Layers[0].MediaType != oci.ManifestMediaType || m.Layers[1].MediaType != oci.ModuleMediaType ||
 		m.Annotations[oci.AnnotationName] != "textkit" || m.Annotations[oci.AnnotationVersion] != "1.0.0" ||
