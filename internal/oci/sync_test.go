@@ -1,6 +1,7 @@
 package oci_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -183,5 +184,35 @@ func TestSyncConcurrentStatus(t *testing.T) {
 	<-done
 	if ok, why := s.Ready(); !ok {
 		t.Fatal(why)
+	}
+}
+
+// TestSyncRefusesAnotherPlugin: a followed tag that comes to name another
+// plugin is refused; the plugin it held stays.
+func TestSyncRefusesAnotherPlugin(t *testing.T) {
+	ctx := context.Background()
+	reg := ocitest.NewRegistry(t)
+	c := client(t, oci.Options{})
+	ref := reg.Host + "/plugins/textkit:stable"
+	d1, _ := c.Push(ctx, ref, ocitest.Textkit(t, "1.0.0"))
+	dir := t.TempDir()
+	s := syncer(t, dir, ref)
+	if err := s.SyncOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other := ocitest.Textkit(t, "1.0.0")
+	other.Manifest = bytes.Replace(bytes.Replace(other.Manifest, []byte(`"name": "textkit"`), []byte(`"name": "textkat"`), 1),
+		[]byte(`"textkit.wasm"`), []byte(`"textkat.wasm"`), 1)
+	p, err := oci.NewPlugin(other.Manifest, other.Module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Push(ctx, ref, p)
+	err = s.SyncOnce(ctx)
+	if err == nil || !strings.Contains(err.Error(), `now holds plugin "textkat"`) || s.Status()[0].Digest != d1 {
+		t.Fatalf("err %v, status %+v", err, s.Status()[0])
+	}
+	if _, err := os.Stat(filepath.Join(dir, "textkat.json")); err == nil {
+		t.Fatal("the other plugin was written")
 	}
 }
