@@ -53,6 +53,10 @@ type GoTool struct {
 	// SessionCall, when set instead of Call, also gets the request's
 	// Session (for tools with per-request state).
 	SessionCall func(ctx context.Context, s *Session, args json.RawMessage) (Result, error)
+	// Title and Annotations are shown to MCP clients (ToolInfo), never to
+	// the model.
+	Title       string
+	Annotations *manifest.Annotations
 }
 
 // Result is a tool's answer to the model (Content, IsError) and, from
@@ -150,6 +154,8 @@ type core struct {
 	log       *slog.Logger
 
 	ownRuntime bool // made by New, closed by Close
+
+	outputs outputSchemas // deferred tools' outputSchemas, compiled on first use
 
 	tokMu   sync.Mutex
 	tokSnap *catalog.Snapshot
@@ -677,7 +683,7 @@ func (s *Session) Call(ctx context.Context, name, args string) (Result, *SearchR
 	if err != nil {
 		return Result{Content: fmt.Sprintf("tool %q failed: %v", name, err), IsError: true}, nil
 	}
-	return Result{Content: res.Content, IsError: res.IsError, Structured: res.Structured}, nil
+	return h.checkOutput(tool, Result{Content: res.Content, IsError: res.IsError, Structured: res.Structured}), nil
 }
 
 // toolTokens counts the tokens of tool definitions as sent.

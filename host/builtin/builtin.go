@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/toolshed/toolshed/host"
+	"github.com/toolshed/toolshed/host/manifest"
 	"github.com/toolshed/toolshed/internal/safepath"
 )
 
@@ -44,6 +45,8 @@ func Todo() host.GoTool {
 	}
 	return host.GoTool{
 		Name:        "todo_write",
+		Title:       "Todo list",
+		Annotations: &manifest.Annotations{ReadOnlyHint: no, DestructiveHint: no, IdempotentHint: yes, OpenWorldHint: no},
 		Description: "Keep a todo list for this task: send the whole list each time (content and status pending, in_progress or completed). Use it to plan multi-step work.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"todos":{"type":"array","items":{"type":"object","properties":{` +
 			`"content":{"type":"string","description":"What to do"},` +
@@ -108,6 +111,8 @@ func Workspace(root string) ([]host.GoTool, error) {
 	pathParam := `"path":{"type":"string","description":"Path relative to the workspace"}`
 	read := host.GoTool{
 		Name:        "read_file",
+		Title:       "Read file",
+		Annotations: &manifest.Annotations{ReadOnlyHint: yes, OpenWorldHint: no},
 		Description: "Read a text file of the workspace (at most 256 KiB at a time; use offset for more).",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{` + pathParam + `,"offset":{"type":"integer","minimum":0,"description":"Byte offset to start at"}},"required":["path"]}`),
 		Call: func(_ context.Context, raw json.RawMessage) (host.Result, error) {
@@ -142,6 +147,8 @@ func Workspace(root string) ([]host.GoTool, error) {
 	}
 	list := host.GoTool{
 		Name:        "list_dir",
+		Title:       "List directory",
+		Annotations: &manifest.Annotations{ReadOnlyHint: yes, OpenWorldHint: no},
 		Description: "List a directory of the workspace (names; directories end in /).",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{` + pathParam + `}}`),
 		Call: func(_ context.Context, raw json.RawMessage) (host.Result, error) {
@@ -174,6 +181,8 @@ func Workspace(root string) ([]host.GoTool, error) {
 	}
 	grep := host.GoTool{
 		Name:        "grep",
+		Title:       "Search files",
+		Annotations: &manifest.Annotations{ReadOnlyHint: yes, OpenWorldHint: no},
 		Description: "Search the workspace's text files for a regular expression (RE2 syntax); returns path:line: text.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"pattern":{"type":"string","description":"Regular expression"},` +
 			pathParam + `},"required":["pattern"]}`),
@@ -248,6 +257,8 @@ func Skills(dir string) (host.GoTool, error) {
 	}
 	return host.GoTool{
 		Name:        "skill",
+		Title:       "Skills",
+		Annotations: &manifest.Annotations{ReadOnlyHint: yes, OpenWorldHint: no},
 		Description: "List the available skills (instructions for particular jobs), or load one by name.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"The skill to load; omit to list them"}}}`),
 		Call: func(_ context.Context, raw json.RawMessage) (host.Result, error) {
@@ -342,6 +353,8 @@ func Shell(dir string, timeout time.Duration, maxOutput int) host.GoTool {
 	}
 	return host.GoTool{
 		Name:        "shell",
+		Title:       "Shell command",
+		Annotations: &manifest.Annotations{ReadOnlyHint: no, DestructiveHint: yes, IdempotentHint: no, OpenWorldHint: yes},
 		Description: fmt.Sprintf("Run a shell command in the workspace (timeout %s, output capped). Prefer other tools when they can do the job.", timeout),
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"command":{"type":"string","description":"The command line, run with sh -c"}},"required":["command"]}`),
 		Call: func(ctx context.Context, raw json.RawMessage) (host.Result, error) {
@@ -401,3 +414,11 @@ func (c *capped) String() string {
 	}
 	return s
 }
+
+// Hint values for annotations.
+var (
+	yes = ptr(true)
+	no  = ptr(false)
+)
+
+func ptr(b bool) *bool { return &b }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolshed/toolshed/host"
+	"github.com/toolshed/toolshed/host/manifest"
 )
 
 // CurrentTime returns the current_time tool: the time now in a time zone,
@@ -21,6 +22,8 @@ func CurrentTime(now func() time.Time) host.GoTool {
 	}
 	return host.GoTool{
 		Name:        "current_time",
+		Title:       "Current time",
+		Annotations: &manifest.Annotations{ReadOnlyHint: yes, OpenWorldHint: no},
 		Description: "The current date and time in a time zone (default UTC), or a given time converted between time zones.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{` +
 			`"timezone":{"type":"string","description":"IANA time zone for the answer, e.g. Asia/Shanghai (default UTC)"},` +

@@ -80,6 +80,11 @@ type Tool struct {
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
 	Keywords    []string        `json:"keywords,omitempty"`
 	Examples    []string        `json:"examples,omitempty"`
+	// Title, Annotations and OutputSchema are shown to MCP clients, never
+	// to the model through the OpenAI function list (meta.go).
+	Title        string          `json:"title,omitempty"`
+	Annotations  *Annotations    `json:"annotations,omitempty"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 }
 
 // Capabilities are what a plugin asks the host for. The operator's grants
@@ -341,6 +346,7 @@ func (m *Manifest) Validate() Errors {
 		}
 		checkList("keywords", t.Keywords, MaxKeywords, MaxKeywordBytes)
 		checkList("examples", t.Examples, MaxExamples, MaxExampleBytes)
+		es = append(es, checkToolMeta(p, t)...)
 	}
 	return es
 }

@@ -72,6 +72,14 @@ var manifestShape = object(map[string]*shape{
 		"parameters":  freeShape,
 		"keywords":    strs,
 		"examples":    strs,
+		"title":       str,
+		"annotations": object(map[string]*shape{
+			"readOnlyHint":    boolean,
+			"destructiveHint": boolean,
+			"idempotentHint":  boolean,
+			"openWorldHint":   boolean,
+		}),
+		"outputSchema": freeShape,
 	})),
 })
 

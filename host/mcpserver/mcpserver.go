@@ -240,9 +240,23 @@ func (ms *session) sync() bool {
 		ms.registered[name] = true
 		added = true
 		schema, _ := t.Function.Parameters.(json.RawMessage)
-		ms.srv.AddTool(&mcp.Tool{Name: name, Description: t.Function.Description, InputSchema: schema}, ms.call)
+		ms.srv.AddTool(mcpTool(name, t.Function.Description, schema, ms.hs.ToolInfo(name)), ms.call)
 	}
 	return added
+}
+
+// mcpTool is a tool as MCP lists it: the function definition the model
+// sees, with the title, annotations and output schema the model does not.
+func mcpTool(name, desc string, params json.RawMessage, info host.ToolInfo) *mcp.Tool {
+	t := &mcp.Tool{Name: name, Description: desc, InputSchema: params, Title: info.Title}
+	if len(info.OutputSchema) > 0 {
+		t.OutputSchema = info.OutputSchema
+	}
+	if a := info.Annotations; a != nil {
+		t.Annotations = &mcp.ToolAnnotations{DestructiveHint: a.DestructiveHint, OpenWorldHint: a.OpenWorldHint,
+			ReadOnlyHint: a.ReadOnlyHint != nil && *a.ReadOnlyHint, IdempotentHint: a.IdempotentHint != nil && *a.IdempotentHint}
+	}
+	return t
 }
 
 // refuseUnknown answers a call to a tool this session has not discovered

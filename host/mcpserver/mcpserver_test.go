@@ -487,3 +487,41 @@ func TestVersionDefault(t *testing.T) {
 		t.Fatalf("version %q", v)
 	}
 }
+
+// TestToolsListMeta: tools/list carries titles, annotations and output
+// schemas (the bundled manifests declare them).
+func TestToolsListMeta(t *testing.T) {
+	h := testHost(t, nil, "textkit")
+	_, url := serveMCP(t, h, nil)
+	cs, err := connect(t, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "tool_search", Arguments: map[string]any{"query": "text statistics word count"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*mcp.Tool{}
+	for _, tl := range res.Tools {
+		byName[tl.Name] = tl
+	}
+	ts := byName["textStats"]
+	if ts == nil || ts.Title != "Text statistics" || ts.Annotations == nil || !ts.Annotations.ReadOnlyHint ||
+		ts.Annotations.OpenWorldHint == nil || *ts.Annotations.OpenWorldHint || ts.OutputSchema == nil {
+		t.Fatalf("textStats: %+v", ts)
+	}
+	if out, _ := json.Marshal(ts.OutputSchema); !strings.Contains(string(out), `"han"`) {
+		t.Fatalf("textStats outputSchema: %s", out)
+	}
+	if s := byName["tool_search"]; s == nil || s.Title != "Tool search" || s.Annotations == nil || !s.Annotations.ReadOnlyHint {
+		t.Fatalf("tool_search: %+v", s)
+	}
+	// The structured result conforms and is sent.
+	call, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "textStats", Arguments: map[string]any{"text": "a b"}})
+	if err != nil || call.IsError || call.StructuredContent == nil {
+		t.Fatalf("textStats call: %+v %v", call, err)
+	}
+}
