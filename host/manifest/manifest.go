@@ -71,6 +71,10 @@ type Manifest struct {
 	Capabilities Capabilities `json:"capabilities"`
 	Limits       Limits       `json:"limits"`
 	Tools        []Tool       `json:"tools"`
+	// Snapshot false opts the plugin out of snapshots: every instance is
+	// instantiated and initialised from scratch (docs/RUNTIME.md).
+	// Absent means true.
+	Snapshot *bool `json:"snapshot,omitempty"`
 }
 
 // Tool is one tool of a plugin.

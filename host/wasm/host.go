@@ -62,6 +62,12 @@ type Options struct {
 	// RetireGrace keeps a dropped plugin version compiled this long after
 	// the catalog lost it (Sync); 0 means 5 minutes, negative means none.
 	RetireGrace time.Duration
+	// FreshInstances turns snapshots off: every instance is instantiated
+	// and initialised from scratch. By default, on Linux, a plugin's
+	// instances are restored from a copy-on-write snapshot taken after
+	// its initialiser (docs/RUNTIME.md). The environment variable
+	// TOOLSHED_WASM_SNAPSHOTS=off does the same for a whole process.
+	FreshInstances bool
 }
 
 // Host runs plugins. It is safe for concurrent use.
@@ -83,6 +89,7 @@ type Host struct {
 		compiles, compileFailures, compileNanos atomic.Uint64
 		instantiations, instantiateFailures     atomic.Uint64
 		poolHits, poolMisses                    atomic.Uint64
+		snapshots, snapshotFailures, restores   atomic.Uint64
 	}
 
 	// noCloseOnDone turns off WithCloseOnContextDone: for measuring its
@@ -281,6 +288,10 @@ type Stats struct {
 	// PoolHits and PoolMisses count sessions' first calls to a plugin
 	// served from the pool and those that had to instantiate.
 	PoolHits, PoolMisses uint64
+	// Snapshots counts plugins snapshotted; SnapshotFailures those whose
+	// capture or known-answer check failed (their instances are fresh);
+	// Restores the instances restored from a snapshot (of Instantiations).
+	Snapshots, SnapshotFailures, Restores uint64
 }
 
 // Stats returns the running totals. Safe for concurrent use.
@@ -289,7 +300,8 @@ func (h *Host) Stats() Stats {
 	return Stats{Compiles: st.compiles.Load(), CompileFailures: st.compileFailures.Load(),
 		CompileTime:    time.Duration(st.compileNanos.Load()),
 		Instantiations: st.instantiations.Load(), InstantiateFailures: st.instantiateFailures.Load(),
-		PoolHits: st.poolHits.Load(), PoolMisses: st.poolMisses.Load()}
+		PoolHits: st.poolHits.Load(), PoolMisses: st.poolMisses.Load(),
+		Snapshots: st.snapshots.Load(), SnapshotFailures: st.snapshotFailures.Load(), Restores: st.restores.Load()}
 }
 
 // pluginKey identifies a plugin version: manifest file, module hash, version.

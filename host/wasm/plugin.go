@@ -3,18 +3,17 @@ package wasm
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -48,6 +47,13 @@ type Plugin struct {
 	failedAt   time.Time
 	permanent  bool // compileErr holds for these bytes: no retry
 	compileDur time.Duration
+	// image is the module split for the host to lay out its memory (nil:
+	// compiled whole; splitWhy says why); snap, when set, is what new
+	// instances are restored from. Both are set by compile.
+	image    *wasmcheck.Image
+	splitWhy string
+	snap     atomic.Pointer[snapshot]
+	capLog   atomic.Pointer[randLog] // the capture in progress
 
 	mu        sync.Mutex
 	pool      []*instance
@@ -138,11 +144,18 @@ func (p *Plugin) compile(ctx context.Context) error {
 	// From here on the outcome depends on the bytes only: a failure is
 	// not retried for this version.
 	p.permanent = true
-	if _, err := wasmcheck.Check(code, caps.budget()); err != nil {
+	st, err := wasmcheck.Check(code, caps.budget())
+	if err != nil {
 		if le := (*wasmcheck.LimitError)(nil); errors.As(err, &le) || errors.Is(err, wasmcheck.ErrUnboundedTable) {
 			return fmt.Errorf("plugin %q: module %s is over the compile budget: %w", p.name, p.cat.ModulePath, err)
 		}
 		return fmt.Errorf("plugin %q: module %s is not valid WebAssembly: %w", p.name, p.cat.ModulePath, err)
+	}
+	p.image, p.splitWhy = nil, ""
+	if img, err := wasmcheck.Split(code, st, mergeGap); err != nil {
+		p.splitWhy = strings.TrimPrefix(err.Error(), wasmcheck.ErrNotSplittable.Error()+": ")
+	} else {
+		p.image, code = img, img.Module
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(!p.host.noCloseOnDone).
@@ -163,7 +176,7 @@ func (p *Plugin) compile(ctx context.Context) error {
 	if err := checkModule(cm); err != nil {
 		return fail(err)
 	}
-	if err := instantiateWASI(ctx, rt); err != nil {
+	if err := instantiateWASI(ctx, rt, p.recordRandom); err != nil {
 		return fail(err)
 	}
 	if err := p.instantiateHostModule(ctx, rt); err != nil {
@@ -174,7 +187,28 @@ func (p *Plugin) compile(ctx context.Context) error {
 	p.host.stats.compiles.Add(1)
 	p.host.stats.compileNanos.Add(uint64(p.compileDur))
 	p.host.log.Info("plugin compiled", "plugin", p.name, "took", p.compileDur)
+	p.snapshot(ctx, st)
 	return nil
+}
+
+// snapshot captures the plugin's snapshot if it may have one; on any
+// failure its instances are fresh.
+func (p *Plugin) snapshot(ctx context.Context, st wasmcheck.Stats) {
+	if why := p.snapshotRefusal(st); why != "" {
+		p.host.log.Debug("plugin instances are fresh", "plugin", p.name, "reason", why)
+		return
+	}
+	start := time.Now()
+	s, err := p.capture(ctx)
+	if err != nil {
+		p.host.stats.snapshotFailures.Add(1)
+		p.host.log.Warn("plugin snapshot refused; its instances are fresh", "plugin", p.name, "error", err)
+		return
+	}
+	p.snap.Store(s)
+	p.host.stats.snapshots.Add(1)
+	p.host.log.Info("plugin snapshot taken", "plugin", p.name, "memory_kb", uint64(s.pages)<<6,
+		"generators", len(s.rng.states), "took", time.Since(start))
 }
 
 // checkModule refuses modules that cannot be ABI v1 plugins before any of
@@ -274,37 +308,56 @@ func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
 	return in, nil
 }
 
-// newInstance instantiates the compiled module and checks its ABI version.
+// newInstance makes an instance, restored from the plugin's snapshot when
+// it has one, and checks its ABI version.
 func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
-	in := &instance{plugin: p,
-		stdout: newLineLog(p.host.log, p.name, "stdout"),
-		stderr: newLineLog(p.host.log, p.name, "stderr")}
-	cfg := wazero.NewModuleConfig().
-		WithName(""). // anonymous: many instances per runtime
-		WithStartFunctions(abi.ExportInitialize).
-		WithStdout(in.stdout).
-		WithStderr(in.stderr).
-		WithSysWalltime().
-		WithSysNanotime().
-		WithSysNanosleep().
-		WithRandSource(rand.Reader)
-	// Instantiations queue for a CPU, so a burst of new sessions does not
-	// make them all slow; the wait does not count against the deadline.
-	// A plugin takes its own slot first, so that it never holds more than
-	// half of the host's.
+	return p.newInstanceFrom(ctx, p.snap.Load())
+}
+
+// slot waits for an instantiation slot. Instantiations queue for a CPU,
+// so a burst of new sessions does not make them all slow; the wait does
+// not count against the deadline. A plugin takes its own slot first, so
+// that it never holds more than half of the host's.
+func (p *Plugin) slot(ctx context.Context) (release func(), err error) {
+	var held []chan struct{}
+	release = func() {
+		for _, sem := range held {
+			<-sem
+		}
+	}
 	for _, sem := range []chan struct{}{p.instSem, p.host.instSem} {
 		select {
 		case sem <- struct{}{}:
-			defer func() { <-sem }()
+			held = append(held, sem)
 		case <-ctx.Done():
+			release()
 			return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, ctx.Err())
 		}
 	}
+	return release, nil
+}
+
+// newInstanceFrom makes an instance from s, or a fresh one when s is nil.
+func (p *Plugin) newInstanceFrom(ctx context.Context, s *snapshot) (*instance, error) {
+	in := &instance{plugin: p,
+		stdout: newLineLog(p.host.log, p.name, "stdout"),
+		stderr: newLineLog(p.host.log, p.name, "stderr")}
+	release, err := p.slot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	// Instantiation runs the start function and the plugin's initialiser
-	// under the plugin's call timeout.
+	// (or restores the snapshot) under the plugin's call timeout.
 	ictx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	mod, err := p.runtime.InstantiateModule(experimental.WithMemoryAllocator(ictx, memoryAllocator), p.module, cfg)
+	var mod api.Module
+	var seed [4]uint64
+	if s != nil {
+		mod, seed, err = p.restore(ictx, p.moduleConfig(in), s)
+	} else {
+		mod, err = p.fresh(ictx, p.moduleConfig(in), nil)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, describe(ictx, err))
 	}
@@ -332,6 +385,20 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 			return nil, fmt.Errorf("plugin %q: %s returned %#x+%d, outside the module's memory (%d bytes)", p.name, abi.ExportRequestBuffer, ptr, n, size)
 		}
 		in.reqPtr, in.reqCap = ptr, n
+	}
+	if s != nil {
+		// The known-answer check: m0's generator runs from the seed the
+		// host just gave it. If not, no more restored instances.
+		state, _ := mod.Memory().Read(s.rng.m0, chachaSize)
+		if err := s.rng.check(state, seed); err != nil {
+			mod.Close(ctx)
+			if p.snap.CompareAndSwap(s, nil) {
+				p.host.stats.snapshotFailures.Add(1)
+				p.host.log.Warn("plugin snapshot dropped; its instances are fresh", "plugin", p.name, "error", err)
+			}
+			return nil, fmt.Errorf("plugin %q: restored instance: %w", p.name, err)
+		}
+		p.host.stats.restores.Add(1)
 	}
 	p.mu.Lock()
 	p.byModule[mod] = in

@@ -26,7 +26,9 @@ import (
 // The others do not block here: stdin is empty (a read returns end of
 // file at once), there is no file system, no socket and no environment,
 // sched_yield returns at once, and stdout/stderr go to bounded line logs.
-func instantiateWASI(ctx context.Context, rt wazero.Runtime) error {
+//
+// record, when not nil, is told what random_get gave which module.
+func instantiateWASI(ctx context.Context, rt wazero.Runtime, record func(api.Module, []byte)) error {
 	b := rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
 	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(b)
 	i32 := api.ValueTypeI32
@@ -35,7 +37,9 @@ func instantiateWASI(ctx context.Context, rt wazero.Runtime) error {
 		WithParameterNames("in", "out", "nsubscriptions", "result.nevents").
 		Export("poll_oneoff")
 	b.NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(randomGet), []api.ValueType{i32, i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+			randomGet(ctx, mod, stack, record)
+		}), []api.ValueType{i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("buf", "buf_len").
 		Export("random_get")
 	_, err := b.Instantiate(ctx)
@@ -155,8 +159,9 @@ func pollErrno(ctx context.Context, mod api.Module, in, out, n, nevents uint32) 
 }
 
 // randomGet implements WASI random_get from crypto/rand, a MiB at a time,
-// ending the call when its context ends.
-func randomGet(ctx context.Context, mod api.Module, stack []uint64) {
+// ending the call when its context ends; record (if not nil) is told what
+// it gave.
+func randomGet(ctx context.Context, mod api.Module, stack []uint64, record func(api.Module, []byte)) {
 	buf, n := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
 	b, ok := mod.Memory().Read(buf, n)
 	if !ok {
@@ -171,6 +176,9 @@ func randomGet(ctx context.Context, mod api.Module, stack []uint64) {
 		if _, err := rand.Read(b[:k]); err != nil {
 			stack[0] = errnoIO
 			return
+		}
+		if record != nil {
+			record(mod, b[:k])
 		}
 		b = b[k:]
 	}

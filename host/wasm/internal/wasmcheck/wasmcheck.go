@@ -39,6 +39,11 @@ type Stats struct {
 	Locals        int    // most locals in one function
 	Nesting       int    // deepest nesting in one function
 	TableElements uint64 // sum of the tables' maxima (the minimum when none is declared)
+	// DataOps: some function uses memory.init or data.drop.
+	DataOps bool
+	// TableWrites: some function changes a table (table.set, table.grow,
+	// table.fill, table.copy, table.init or elem.drop).
+	TableWrites bool
 
 	unbounded string // the first table without a maximum
 	growAt    int    // a function using table.grow; -1 when none
@@ -280,13 +285,24 @@ func function(r *reader, fn int, l Limits, st *Stats) error {
 				st.Nesting = max(st.Nesting, deepest)
 				return nil
 			}
-		case op == 0xfc && r.pos < len(r.b) && r.b[r.pos] == 15: // table.grow
-			if st.growAt < 0 {
-				st.growAt = fn
-			}
-			r.pos++
-			r.u32()
 		default:
+			switch {
+			case op == 0x26: // table.set
+				st.TableWrites = true
+			case op == 0xfc:
+				peek := *r // the sub-opcode, however it is encoded
+				switch peek.u32() {
+				case 8, 9: // memory.init, data.drop
+					st.DataOps = true
+				case 12, 13, 14, 17: // table.init, elem.drop, table.copy, table.fill
+					st.TableWrites = true
+				case 15: // table.grow
+					st.TableWrites = true
+					if st.growAt < 0 {
+						st.growAt = fn
+					}
+				}
+			}
 			if err := immediates(r, op); err != nil {
 				return fmt.Errorf("function %d, offset %d: %w", fn, at, err)
 			}

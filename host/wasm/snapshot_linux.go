@@ -1,0 +1,80 @@
+//go:build linux
+
+package wasm
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/tetratelabs/wazero/experimental"
+	"golang.org/x/sys/unix"
+)
+
+// snapshotsSupported: restored instances map their memory from a memfd.
+const snapshotsSupported = true
+
+// memImage is a captured linear memory in a sealed memfd: nothing can
+// change it once written, and every restored instance maps it
+// copy-on-write, so its pages are shared until an instance writes one.
+// It is safe for concurrent use.
+type memImage struct {
+	fd   int
+	size uint64
+}
+
+func newMemImage(b []byte) (*memImage, error) {
+	fd, err := unix.MemfdCreate("toolshed-snapshot", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, fmt.Errorf("memfd_create: %w", err)
+	}
+	for off := 0; off < len(b); {
+		n, err := unix.Pwrite(fd, b[off:], int64(off))
+		if err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("write snapshot: %w", err)
+		}
+		off += n
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS,
+		unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("seal snapshot: %w", err)
+	}
+	return &memImage{fd: fd, size: uint64(len(b))}, nil
+}
+
+func (im *memImage) close() { unix.Close(im.fd) }
+
+// allocator gives each instance a linear memory whose first im.size
+// bytes are a private copy-on-write mapping of the image, the rest of its
+// reservation anonymous as for any instance (see memoryAllocator): one
+// reservation of the memory's maximum, so the limit holds the same way.
+func (im *memImage) allocator() experimental.MemoryAllocator {
+	return experimental.MemoryAllocatorFunc(func(_, max uint64) experimental.LinearMemory {
+		m := newMmapMemory(0, max)
+		mm := m.(*mmapMemory)
+		if mm.heap || im.size > uint64(cap(mm.buf)) {
+			// No mapping to place the image in: a copy.
+			if mm.heap && uint64(cap(mm.buf)) >= im.size {
+				b := mm.buf[:im.size]
+				if _, err := unix.Pread(im.fd, b, 0); err == nil {
+					return mm
+				}
+			}
+			// Zeros the size of the image (wazero needs a buffer):
+			// the instance's first call fails, nothing is exposed.
+			mm.Free()
+			return &mmapMemory{buf: make([]byte, 0, im.size), heap: true}
+		}
+		base := unsafe.Pointer(unsafe.SliceData(mm.buf))
+		if _, err := unix.MmapPtr(im.fd, 0, base, uintptr(im.size), unix.PROT_READ|unix.PROT_WRITE,
+			unix.MAP_PRIVATE|unix.MAP_FIXED); err != nil {
+			// The reservation stays anonymous (zeros): copy instead.
+			if _, err := unix.Pread(im.fd, mm.buf[:im.size], 0); err != nil {
+				mm.Free()
+				return &mmapMemory{buf: make([]byte, 0, im.size), heap: true}
+			}
+		}
+		return mm
+	})
+}
