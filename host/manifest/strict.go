@@ -53,6 +53,7 @@ var manifestShape = object(map[string]*shape{
 	"description": str,
 	"wasm":        str,
 	"sha256":      str,
+	"snapshot":    boolean,
 	"capabilities": object(map[string]*shape{
 		"log":       boolean,
 		"config":    strs,

@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -68,6 +69,10 @@ type Options struct {
 	// its initialiser (docs/RUNTIME.md). The environment variable
 	// TOOLSHED_WASM_SNAPSHOTS=off does the same for a whole process.
 	FreshInstances bool
+
+	// reseedSource replaces crypto/rand for re-seeding restored
+	// instances (tests: the known-answer check).
+	reseedSource io.Reader
 }
 
 // Host runs plugins. It is safe for concurrent use.

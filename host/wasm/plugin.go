@@ -54,6 +54,10 @@ type Plugin struct {
 	splitWhy string
 	snap     atomic.Pointer[snapshot]
 	capLog   atomic.Pointer[randLog] // the capture in progress
+	// snapPending: the plugin may be snapshotted and no capture was tried
+	// yet; snapMu serialises the capture.
+	snapPending atomic.Bool
+	snapMu      sync.Mutex
 
 	mu        sync.Mutex
 	pool      []*instance
@@ -187,28 +191,12 @@ func (p *Plugin) compile(ctx context.Context) error {
 	p.host.stats.compiles.Add(1)
 	p.host.stats.compileNanos.Add(uint64(p.compileDur))
 	p.host.log.Info("plugin compiled", "plugin", p.name, "took", p.compileDur)
-	p.snapshot(ctx, st)
-	return nil
-}
-
-// snapshot captures the plugin's snapshot if it may have one; on any
-// failure its instances are fresh.
-func (p *Plugin) snapshot(ctx context.Context, st wasmcheck.Stats) {
 	if why := p.snapshotRefusal(st); why != "" {
 		p.host.log.Debug("plugin instances are fresh", "plugin", p.name, "reason", why)
-		return
+	} else {
+		p.snapPending.Store(true) // captured by the first instantiation
 	}
-	start := time.Now()
-	s, err := p.capture(ctx)
-	if err != nil {
-		p.host.stats.snapshotFailures.Add(1)
-		p.host.log.Warn("plugin snapshot refused; its instances are fresh", "plugin", p.name, "error", err)
-		return
-	}
-	p.snap.Store(s)
-	p.host.stats.snapshots.Add(1)
-	p.host.log.Info("plugin snapshot taken", "plugin", p.name, "memory_kb", uint64(s.pages)<<6,
-		"generators", len(s.rng.states), "took", time.Since(start))
+	return nil
 }
 
 // checkModule refuses modules that cannot be ABI v1 plugins before any of
@@ -311,7 +299,11 @@ func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
 // newInstance makes an instance, restored from the plugin's snapshot when
 // it has one, and checks its ABI version.
 func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
-	return p.newInstanceFrom(ctx, p.snap.Load())
+	s, err := p.snapshotFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return p.newInstanceFrom(ctx, s)
 }
 
 // slot waits for an instantiation slot. Instantiations queue for a CPU,

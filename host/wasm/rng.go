@@ -1,10 +1,10 @@
 package wasm
 
 import (
-	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	mrand "math/rand/v2"
 )
 
@@ -168,11 +168,15 @@ func findChaCha(mem []byte) []uint32 {
 // initialiser: 124 outputs a seed, so about 127,000 runtime.rand calls.
 const maxReseeds = 1024
 
+// errNotGo is a module without the Go runtime's generators: not a
+// snapshot failure, just not a module this host knows how to re-seed.
+var errNotGo = errors.New("not a Go runtime whose generators the host can re-seed")
+
 // locateGoRNG finds a Go runtime's generators in the memory it had after
 // its initialiser, given the first 32 bytes random_get gave it.
 func locateGoRNG(mem []byte, entropy []byte) (goRNG, error) {
 	if len(entropy) < 32 {
-		return goRNG{}, errors.New("the module read no 32-byte seed from random_get (not a Go runtime)")
+		return goRNG{}, fmt.Errorf("%w: it read no 32-byte seed from random_get in its initialiser", errNotGo)
 	}
 	var s0 [4]uint64
 	for i := range s0 {
@@ -180,7 +184,7 @@ func locateGoRNG(mem []byte, entropy []byte) (goRNG, error) {
 	}
 	states := findChaCha(mem)
 	if len(states) == 0 {
-		return goRNG{}, errors.New("no ChaCha8 generator state in memory")
+		return goRNG{}, fmt.Errorf("%w: no ChaCha8 generator state in its memory", errNotGo)
 	}
 	// m0's initial seed is four consecutive outputs of the global
 	// generator (after the hash key's: which four is searched for); m0's
@@ -261,16 +265,17 @@ type memWriter interface {
 	Write(offset uint32, v []byte) bool
 }
 
-// reseed gives every generator of a restored instance a new seed from
-// crypto/rand: each ChaCha8 state as Init64 leaves it, and a new
-// m0.cheaprand. It returns m0's new seed (for the known-answer check).
-func (r goRNG) reseed(mem memWriter) ([4]uint64, error) {
+// reseed gives every generator of a restored instance a new seed from src
+// (crypto/rand but in tests): each ChaCha8 state as Init64 leaves it, and
+// a new m0.cheaprand. It returns m0's new seed (for the known-answer
+// check).
+func (r goRNG) reseed(mem memWriter, src io.Reader) ([4]uint64, error) {
 	var m0 [4]uint64
 	var b [chachaSize]byte
 	le := binary.LittleEndian
 	for _, at := range r.states {
 		var raw [32]byte
-		if _, err := rand.Read(raw[:]); err != nil {
+		if _, err := io.ReadFull(src, raw[:]); err != nil {
 			return m0, err
 		}
 		var seed [4]uint64
@@ -293,7 +298,7 @@ func (r goRNG) reseed(mem memWriter) ([4]uint64, error) {
 		}
 	}
 	var cr [8]byte
-	if _, err := rand.Read(cr[:]); err != nil {
+	if _, err := io.ReadFull(src, cr[:]); err != nil {
 		return m0, err
 	}
 	if !mem.Write(r.cheaprand, cr[:]) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -89,6 +90,49 @@ func (p *Plugin) snapshotRefusal(st wasmcheck.Stats) string {
 	return ""
 }
 
+// snapshotFor returns the snapshot to restore an instance from, nil for a
+// fresh one. The first call for a plugin that may be snapshotted captures
+// it; if the initialiser fails there (trap, timeout), that is this
+// instantiation's error, as it would have been for a fresh instance.
+func (p *Plugin) snapshotFor(ctx context.Context) (*snapshot, error) {
+	if !p.snapPending.Load() {
+		return p.snap.Load(), nil
+	}
+	p.snapMu.Lock()
+	defer p.snapMu.Unlock()
+	if !p.snapPending.Load() {
+		return p.snap.Load(), nil
+	}
+	start := time.Now()
+	s, err := p.capture(ctx)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, ctx.Err()) // the caller gave up: try again later
+	}
+	p.snapPending.Store(false)
+	var ie *initError
+	switch {
+	case errors.As(err, &ie):
+		p.host.log.Warn("plugin initialiser failed; no snapshot, its instances are fresh", "plugin", p.name, "error", ie.err)
+		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, ie.err)
+	case errors.Is(err, errNotGo):
+		p.host.log.Debug("plugin instances are fresh", "plugin", p.name, "reason", err)
+	case err != nil:
+		p.host.stats.snapshotFailures.Add(1)
+		p.host.log.Warn("plugin snapshot refused; its instances are fresh", "plugin", p.name, "error", err)
+	default:
+		p.snap.Store(s)
+		p.host.stats.snapshots.Add(1)
+		p.host.log.Info("plugin snapshot taken", "plugin", p.name, "memory_kb", uint64(s.pages)<<6,
+			"generators", len(s.rng.states), "took", time.Since(start))
+	}
+	return p.snap.Load(), nil
+}
+
+// initError is an initialiser that failed during a capture.
+type initError struct{ err error }
+
+func (e *initError) Error() string { return "initialiser: " + e.err.Error() }
+
 // capture makes the plugin's snapshot: one fresh instance initialised
 // with its random_get recorded, its memory and globals read, its
 // generators located; then one instance restored from it must pass the
@@ -106,7 +150,7 @@ func (p *Plugin) capture(ctx context.Context) (*snapshot, error) {
 	mod, err := p.fresh(ictx, p.moduleConfig(in), log)
 	release()
 	if err != nil {
-		return nil, fmt.Errorf("initialiser: %w", describe(ictx, err))
+		return nil, &initError{describe(ictx, err)}
 	}
 	defer func() {
 		mod.Close(context.Background())
@@ -217,7 +261,11 @@ func (p *Plugin) restore(ctx context.Context, cfg wazero.ModuleConfig, s *snapsh
 		}
 		mg.Set(g.val)
 	}
-	if seed, err = s.rng.reseed(mem); err != nil {
+	src := p.host.opts.reseedSource
+	if src == nil {
+		src = rand.Reader
+	}
+	if seed, err = s.rng.reseed(mem, src); err != nil {
 		return fail(err)
 	}
 	return mod, seed, nil

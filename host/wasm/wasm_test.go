@@ -34,6 +34,7 @@ type spec struct {
 	tools  []string
 	limits string
 	caps   string
+	extra  string // more manifest fields: `"key": value, ...`
 }
 
 func writePlugins(t testing.TB, specs ...spec) *catalog.Snapshot {
@@ -55,8 +56,11 @@ func writePlugins(t testing.TB, specs ...spec) *catalog.Snapshot {
 		if s.caps == "" {
 			s.caps = `{}`
 		}
-		m := fmt.Sprintf(`{"name": %q, "version": "1.0.0", "abi_version": 1, "wasm": "%s.wasm", "sha256": %q, "limits": %s, "capabilities": %s, "tools": [%s]}`,
-			s.name, s.name, sha, s.limits, s.caps, strings.Join(tools, ","))
+		if s.extra != "" {
+			s.extra += ", "
+		}
+		m := fmt.Sprintf(`{%s"name": %q, "version": "1.0.0", "abi_version": 1, "wasm": "%s.wasm", "sha256": %q, "limits": %s, "capabilities": %s, "tools": [%s]}`,
+			s.extra, s.name, s.name, sha, s.limits, s.caps, strings.Join(tools, ","))
 		if err := os.WriteFile(filepath.Join(dir, s.name+".json"), []byte(m), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -233,6 +237,9 @@ func TestHostilePlugin(t *testing.T) {
 	if n := strings.Count(l, "stream=stdout line="); n > 1000 || n < 100 {
 		t.Errorf("%d stdout lines logged", n)
 	}
+	// Every instance above was restored from the snapshot (when on): the
+	// containment held for restored instances.
+	checkRestored(t, h)
 }
 
 // TestSessionIsolation: state lives in the session's instance, a new
