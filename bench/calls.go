@@ -104,8 +104,12 @@ func stats(way string, lat []time.Duration) callRow {
 
 // newRuntime is a wasm host with its compilation cache in tmp (the cache
 // is filled by the first compile; every figure below is after it).
-func newRuntime(tmp string, pool int) (*wasm.Host, error) {
-	return wasm.New(&wasm.Options{CacheDir: filepath.Join(tmp, "cache"), PoolSize: pool})
+//
+// fresh turns snapshots off: every instance instantiated and initialised
+// from scratch, the comparison for the default (restored from a
+// copy-on-write snapshot on Linux).
+func newRuntime(tmp string, pool int, fresh ...bool) (*wasm.Host, error) {
+	return wasm.New(&wasm.Options{CacheDir: filepath.Join(tmp, "cache"), PoolSize: pool, FreshInstances: len(fresh) > 0 && fresh[0]})
 }
 
 func callCost(e *echoPlugin, tmp string, n int) ([]callRow, error) {
@@ -222,6 +226,28 @@ func callCost(e *echoPlugin, tmp string, n int) ([]callRow, error) {
 		}
 	}
 	rows = append(rows, stats("fresh process per call (executable)", lat))
+
+	// A session's first call without a pool, snapshots off: each
+	// instance initialised from scratch (the path before snapshots, and
+	// still the one off Linux).
+	fresh, err := newRuntime(tmp, -1, true)
+	if err != nil {
+		return nil, err
+	}
+	defer fresh.Close(ctx)
+	lat = lat[:0]
+	for i := 0; i < n+1; i++ {
+		t0 := time.Now()
+		s := fresh.NewSession()
+		if _, err := s.Call(ctx, e.tool, args); err != nil {
+			return nil, err
+		}
+		if i > 0 { // the first compiles
+			lat = append(lat, time.Since(t0))
+		}
+		s.Close(ctx)
+	}
+	rows = append(rows, stats("wasm, session's first call (no pool, fresh instances)", lat))
 
 	native, warm := rows[0].Mean, rows[1].Mean
 	for i := range rows {

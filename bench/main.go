@@ -80,6 +80,9 @@ type results struct {
 	Calls    []callRow
 	Through  []throughputRow
 	Memory   memoryRow
+	// MemoryFresh is Memory with snapshots off (each instance initialised
+	// from scratch), measured in the same run.
+	MemoryFresh memoryRow
 	Scale    []scaleRow
 	Reload   reloadResult
 	EvalPath string
@@ -190,16 +193,20 @@ func run(o options, out io.Writer) error {
 		if o.quick {
 			d = time.Second
 		}
-		for _, call := range []bool{false, true} {
-			logf("scale: sessions for %s (plugin call: %v)", d, call)
-			row, err := sessions(echo, tmp, seal, 2*runtime.GOMAXPROCS(0), d, call)
+		// Rows 0 and 1 as before; row 2 is row 1 with snapshots off.
+		for _, c := range []struct{ call, fresh bool }{{false, false}, {true, false}, {true, true}} {
+			logf("scale: sessions for %s (plugin call: %v, fresh instances: %v)", d, c.call, c.fresh)
+			row, err := sessions(echo, tmp, seal, 2*runtime.GOMAXPROCS(0), d, c.call, c.fresh)
 			if err != nil {
 				return fmt.Errorf("sessions: %w", err)
 			}
 			r.Through = append(r.Through, row)
 		}
 		logf("scale: memory per session")
-		if r.Memory, err = sessionMemory(echo, tmp, 50); err != nil {
+		if r.Memory, err = sessionMemory(echo, tmp, 50, false); err != nil {
+			return fmt.Errorf("memory: %w", err)
+		}
+		if r.MemoryFresh, err = sessionMemory(echo, tmp, 50, true); err != nil {
 			return fmt.Errorf("memory: %w", err)
 		}
 		scaleSizes := []int{100, 1_000, len(seal.Tools), 10_000, 30_000, 100_000}
@@ -217,7 +224,7 @@ func run(o options, out io.Writer) error {
 		if r.Scale, err = scaleSearch(seal, ss, scaleQueries, engines, func(s string) { logf("%s", s) }); err != nil {
 			return fmt.Errorf("scale: %w", err)
 		}
-		printScale(out, r.Through, r.Memory, r.Scale)
+		printScale(out, r.Through, []memoryRow{r.Memory, r.MemoryFresh}, r.Scale)
 	}
 
 	// 5. Hot reload.

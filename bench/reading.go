@@ -123,19 +123,27 @@ func reading(r *results, vs []searchVerdict) string {
 	}
 
 	// Scale.
-	if len(r.Through) == 2 {
+	if len(r.Through) >= 2 {
 		so, sc := r.Through[0], r.Through[1]
 		p("**Scale.** With %d workers on %d cores, search alone sustains %s sessions/s; with one plugin\n", sc.Workers, r.Machine.GOMAXPROCS, thousands(int(so.PerSecond)))
-		p("call each, %.0f sessions/s (%.0f%% of first calls served from the pool). Each session's fresh\n", sc.PerSecond, 100*sc.PoolHitRate)
-		p("instance is the limit: under sustained load the pool of 2 is emptied faster than it refills,\n")
-		p("and every miss instantiates a Go reactor")
-		if len(r.Calls) >= 4 {
-			p(" (%s at the median for a first call without a pool, table 3)", fmtDur(r.Calls[3].P50))
+		p("call each, %.0f sessions/s (%.0f%% of first calls served from the pool).", sc.PerSecond, 100*sc.PoolHitRate)
+		if len(r.Through) >= 3 {
+			fr := r.Through[2]
+			p(" With snapshots off, every\n")
+			p("instance instantiated and initialised from scratch, the same run gave %.0f sessions/s (snapshots: %s):\n", fr.PerSecond, ratio(sc.PerSecond/fr.PerSecond))
+			p("a Go reactor's initialiser is CPU work a pool only moves, while a restored instance is a\n")
+			p("mapping of the snapshot and a few globals")
+			if len(r.Calls) >= 6 {
+				p(" (a first call without a pool: %s restored, %s fresh, table 3)", fmtDur(r.Calls[3].P50), fmtDur(r.Calls[5].P50))
+			}
+			p(".")
 		}
-		p(", CPU work that a bigger pool would only move, not remove; a smaller module (a language other\n")
-		p("than Go) or reusing an instance across sessions after resetting it would. A live session\n")
-		p("holding an instance costs\n")
-		p("%s of Go heap (%s resident). ", mib(r.Memory.HeapPerSession), mibOr(r.Memory.RSSPerSession))
+		p(" A live session holding an instance costs\n")
+		p("%s of Go heap (%s resident, %s proportional)", mib(r.Memory.HeapPerSession), mibOr(r.Memory.RSSPerSession), mibOr(r.Memory.PSSPerSession))
+		if m := r.MemoryFresh; m.Sessions > 0 {
+			p("; a fresh instance %s of heap, %s resident, %s proportional", mib(m.HeapPerSession), mibOr(m.RSSPerSession), mibOr(m.PSSPerSession))
+		}
+		p(". ")
 	}
 	if len(r.Scale) > 0 {
 		first, last := scaleFor(r.Scale, "Toolshed", true), scaleFor(r.Scale, "Toolshed", false)

@@ -180,13 +180,25 @@ func throughputTable(rows []throughputRow) table {
 	return t
 }
 
-func memoryTable(m memoryRow) table {
-	t := table{head: []string{"live sessions, each holding its instance", "Go heap per session", "resident memory per session"}}
-	rssS := "—"
-	if m.RSSPerSession >= 0 {
-		rssS = mib(m.RSSPerSession)
+func memoryTable(rows ...memoryRow) table {
+	t := table{head: []string{"live sessions, each holding its instance", "Go heap per session", "resident memory per session (RSS)", "proportional (PSS)"}}
+	for _, m := range rows {
+		if m.Sessions == 0 {
+			continue
+		}
+		rssS, pssS := "—", "—"
+		if m.RSSPerSession >= 0 {
+			rssS = mib(m.RSSPerSession)
+		}
+		if m.PSSPerSession >= 0 {
+			pssS = mib(m.PSSPerSession)
+		}
+		what := fmt.Sprint(m.Sessions)
+		if m.What != "" {
+			what += ", " + m.What
+		}
+		t.add(what, mib(m.HeapPerSession), rssS, pssS)
 	}
-	t.add(fmt.Sprint(m.Sessions), mib(m.HeapPerSession), rssS)
 	return t
 }
 
@@ -207,10 +219,10 @@ func scaleTable(rows []scaleRow) table {
 	return t
 }
 
-func printScale(w io.Writer, th []throughputRow, m memoryRow, sc []scaleRow) {
+func printScale(w io.Writer, th []throughputRow, m []memoryRow, sc []scaleRow) {
 	fmt.Fprintln(w, "== 4. Scale")
 	throughputTable(th).text(w)
-	memoryTable(m).text(w)
+	memoryTable(m...).text(w)
 	scaleTable(sc).text(w)
 }
 
@@ -343,7 +355,7 @@ func markdown(r *results) string {
 	if len(r.Calls) >= 5 {
 		st.add("plugin call, warm wasm instance", "none set", fmt.Sprintf("%s the native function's mean; a process per call %s the warm call's", ratio(r.Calls[1].VsNative), ratio(r.Calls[4].VsWarmWasm)), "—")
 	}
-	if len(r.Through) == 2 {
+	if len(r.Through) >= 2 {
 		st.add("sessions/s, search + one plugin call, 2 cores", "none set", fmt.Sprintf("%s/s (search alone %s/s)", thousands(int(math.Round(r.Through[1].PerSecond))), thousands(int(math.Round(r.Through[0].PerSecond)))), "—")
 	}
 	if len(r.Scale) > 0 {
@@ -428,11 +440,16 @@ func markdown(r *results) string {
 	p("**Sessions per second.** %d concurrent workers (2 per core) run sessions back to back for\n", r.Through[0].Workers)
 	p("%s each: search the Seal-Tools index (4,076 tools) with the next Seal-Tools query, then open a plugin\n", fmtDur(r.Through[0].Duration))
 	p("session, call the echo tool once and close it (the Seal-Tools tools have no code, so every session\n")
-	p("calls echo). A session's first call takes a pooled instance when one is ready, else instantiates.\n\n")
+	p("calls echo). A session's first call takes a pooled instance when one is ready, else makes one:\n")
+	p("restored from the plugin's copy-on-write snapshot (Linux, the default), or, in the rows marked\n")
+	p("fresh instances, instantiated and initialised from scratch (snapshots off; docs/RUNTIME.md). Both\n")
+	p("ways are measured in the same run, one after the other.\n\n")
 	b.WriteString(throughputTable(r.Through).md())
 	p("\n**Memory per session**: %d sessions kept open, each after one call (so each holds its own\n", r.Memory.Sessions)
-	p("instance), against the runtime before them (compiled, one instance live).\n\n")
-	b.WriteString(memoryTable(r.Memory).md())
+	p("instance), against the runtime before them (compiled, one instance live). RSS counts a page\n")
+	p("shared by several instances once for each; PSS divides it among them, so for restored instances,\n")
+	p("which share their snapshot's pages until they write them, PSS is what each really costs.\n\n")
+	b.WriteString(memoryTable(r.Memory, r.MemoryFresh).md())
 	p("\n**Search latency from 100 to 100,000 tools.** Up to 4,076 the catalog is Seal-Tools' first N\n")
 	p("tools; past it, all of Seal-Tools plus tools recombined from two random Seal-Tools entries (the\n")
 	p("first's name with the second's last name word and a number, both descriptions, both parameter\n")

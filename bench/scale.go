@@ -73,8 +73,9 @@ type throughputRow struct {
 // sessions runs sessions from workers goroutines for d: each searches the
 // Seal-Tools index (4,076 tools) with the next query, then, when call is
 // set, opens a plugin session, calls the echo tool once and closes it.
-// (The Seal-Tools tools have no code, so every session calls echo.)
-func sessions(e *echoPlugin, tmp string, seal *dataset, workers int, d time.Duration, call bool) (throughputRow, error) {
+// (The Seal-Tools tools have no code, so every session calls echo.) fresh
+// turns snapshots off.
+func sessions(e *echoPlugin, tmp string, seal *dataset, workers int, d time.Duration, call, fresh bool) (throughputRow, error) {
 	ctx := context.Background()
 	docs := make([]search.Document, len(seal.Tools))
 	for i, t := range seal.Tools {
@@ -84,7 +85,7 @@ func sessions(e *echoPlugin, tmp string, seal *dataset, workers int, d time.Dura
 	if err != nil {
 		return throughputRow{}, err
 	}
-	rt, err := newRuntime(tmp, 0)
+	rt, err := newRuntime(tmp, 0, fresh)
 	if err != nil {
 		return throughputRow{}, err
 	}
@@ -142,6 +143,9 @@ func sessions(e *echoPlugin, tmp string, seal *dataset, workers int, d time.Dura
 	if call {
 		what = "search + one plugin call"
 	}
+	if fresh {
+		what += ", fresh instances"
+	}
 	row := throughputRow{What: what, Duration: elapsed, Workers: workers, Sessions: len(all), PerSecond: float64(len(all)) / elapsed.Seconds(), P50: st.P50, P99: st.P99, PoolHitRate: -1}
 	if call {
 		s := rt.Stats()
@@ -152,14 +156,20 @@ func sessions(e *echoPlugin, tmp string, seal *dataset, workers int, d time.Dura
 
 // memoryRow is what live sessions cost, each holding its instance.
 type memoryRow struct {
+	What           string // "" for the default instances
 	Sessions       int
 	HeapPerSession float64 // MiB of Go heap
 	RSSPerSession  float64 // MiB of resident memory (Linux; -1 elsewhere)
+	// PSSPerSession is MiB of proportional resident memory: a page
+	// shared by k mappings counts 1/k in each (Linux; -1 elsewhere).
+	// Restored instances share their snapshot's pages, which RSS counts
+	// once per instance.
+	PSSPerSession float64
 }
 
-func sessionMemory(e *echoPlugin, tmp string, n int) (memoryRow, error) {
+func sessionMemory(e *echoPlugin, tmp string, n int, fresh bool) (memoryRow, error) {
 	ctx := context.Background()
-	rt, err := newRuntime(tmp, -1)
+	rt, err := newRuntime(tmp, -1, fresh)
 	if err != nil {
 		return memoryRow{}, err
 	}
@@ -169,7 +179,7 @@ func sessionMemory(e *echoPlugin, tmp string, n int) (memoryRow, error) {
 	if _, err := warm.Call(ctx, e.tool, args); err != nil {
 		return memoryRow{}, err
 	}
-	h0, r0 := heapInUse(), rss()
+	h0, r0, p0 := heapInUse(), rss(), pss()
 	open := make([]interface{ Close(context.Context) error }, 0, n)
 	for i := 0; i < n; i++ {
 		s := rt.NewSession()
@@ -178,10 +188,16 @@ func sessionMemory(e *echoPlugin, tmp string, n int) (memoryRow, error) {
 		}
 		open = append(open, s)
 	}
-	h1, r1 := heapInUse(), rss()
-	row := memoryRow{Sessions: n, HeapPerSession: (float64(h1) - float64(h0)) / float64(n) / (1 << 20), RSSPerSession: -1}
+	h1, r1, p1 := heapInUse(), rss(), pss()
+	row := memoryRow{Sessions: n, HeapPerSession: (float64(h1) - float64(h0)) / float64(n) / (1 << 20), RSSPerSession: -1, PSSPerSession: -1}
+	if fresh {
+		row.What = "fresh instances"
+	}
 	if r0 > 0 && r1 > 0 {
 		row.RSSPerSession = (float64(r1) - float64(r0)) / float64(n) / (1 << 20)
+	}
+	if p0 > 0 && p1 > 0 {
+		row.PSSPerSession = (float64(p1) - float64(p0)) / float64(n) / (1 << 20)
 	}
 	for _, s := range open {
 		s.Close(ctx)
@@ -189,6 +205,22 @@ func sessionMemory(e *echoPlugin, tmp string, n int) (memoryRow, error) {
 	warm.Close(ctx)
 	runtime.KeepAlive(open)
 	return row, nil
+}
+
+// pss is the proportional set size in bytes from /proc (0 where there is
+// none).
+func pss() uint64 {
+	b, err := os.ReadFile("/proc/self/smaps_rollup")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
+			kb, _ := strconv.ParseUint(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // rss is the resident set size in bytes from /proc (0 where there is none).

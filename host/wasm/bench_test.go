@@ -90,10 +90,25 @@ func newFixture(tb testing.TB) *fixture {
 }
 
 func (f *fixture) host(tb testing.TB, cache string, pool int) *Host {
-	h, err := New(&Options{CacheDir: cache, PoolSize: pool})
+	return f.hostMode(tb, cache, pool, modeDefault)
+}
+
+// Instance modes compared by the report: the default (restored from a
+// snapshot on Linux), fresh (split module, data laid out by the host,
+// _initialize run), and whole (the module as built: wazero applies its
+// data segments one by one, _initialize run).
+const (
+	modeDefault = "restored from the snapshot"
+	modeFresh   = "fresh, data segments merged"
+	modeWhole   = "fresh, module as built"
+)
+
+func (f *fixture) hostMode(tb testing.TB, cache string, pool int, mode string) *Host {
+	h, err := New(&Options{CacheDir: cache, PoolSize: pool, FreshInstances: mode != modeDefault})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	h.noSplit = mode == modeWhole
 	return h
 }
 
@@ -117,12 +132,18 @@ func BenchmarkCompileCached(b *testing.B) {
 	benchCompile(b, f, f.cache)
 }
 
-func BenchmarkInstantiate(b *testing.B) {
-	f := newFixture(b)
-	h := f.host(b, f.cache, -1)
+func BenchmarkInstantiate(b *testing.B)      { benchInstantiate(b, newFixture(b), modeDefault) }
+func BenchmarkInstantiateFresh(b *testing.B) { benchInstantiate(b, newFixture(b), modeFresh) }
+func BenchmarkInstantiateWhole(b *testing.B) { benchInstantiate(b, newFixture(b), modeWhole) }
+
+func benchInstantiate(b *testing.B, f *fixture, mode string) {
+	h := f.hostMode(b, f.cache, -1, mode)
 	defer h.Close(context.Background())
 	p, _ := h.Plugin(f.echo.Plugin)
 	p.Compile(context.Background())
+	if in, err := p.instantiate(context.Background()); err == nil { // the snapshot is taken here
+		in.close(context.Background())
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		in, err := p.instantiate(context.Background())
@@ -135,14 +156,20 @@ func BenchmarkInstantiate(b *testing.B) {
 	}
 }
 
-// benchFirstCall: a new session's first call (fresh instance + call).
-func benchFirstCall(b *testing.B, pool int) {
-	f := newFixture(b)
-	h := f.host(b, f.cache, pool)
+// benchFirstCall: a new session's first call (new instance + call).
+func benchFirstCall(b *testing.B, pool int) { benchFirstCallMode(b, newFixture(b), pool, modeDefault) }
+
+func benchFirstCallMode(b *testing.B, f *fixture, pool int, mode string) {
+	h := f.hostMode(b, f.cache, pool, mode)
 	defer h.Close(context.Background())
 	p, _ := h.Plugin(f.echo.Plugin)
 	p.Warm(context.Background())
 	args := json.RawMessage(echoArgs)
+	if pool < 0 { // the snapshot is taken by the first instance
+		s := h.NewSession()
+		s.Call(context.Background(), f.echo, args)
+		s.Close(context.Background())
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if pool > 0 {
@@ -253,14 +280,18 @@ func benchSpin(b *testing.B, closeOnDone bool) {
 func BenchmarkSpinCloseOnDone(b *testing.B) { benchSpin(b, true) }
 func BenchmarkSpinPlain(b *testing.B)       { benchSpin(b, false) }
 
-// memoryPerInstance is the Go heap taken by n live instances, each having
-// served one call, divided by n.
-func memoryPerInstance(tb testing.TB, f *fixture, n int) (heapMiB, linearMiB float64) {
-	h := f.host(tb, f.cache, -1)
+// memoryPerInstance is the Go heap and the proportional resident memory
+// (PSS; 0 off Linux) taken by n live instances, each having served one
+// call, divided by n, and their linear memory.
+func memoryPerInstance(tb testing.TB, f *fixture, n int, mode string) (heapMiB, pssMiB, linearMiB float64) {
+	h := f.hostMode(tb, f.cache, -1, mode)
 	defer h.Close(context.Background())
 	p, _ := h.Plugin(f.echo.Plugin)
 	p.Compile(context.Background())
-	before := heapInUse()
+	warm := h.NewSession() // the snapshot is taken here
+	warm.Call(context.Background(), f.echo, json.RawMessage(echoArgs))
+	defer warm.Close(context.Background())
+	before, pss0 := heapInUse(), pss()
 	var sessions []*Session
 	var linear uint64
 	for i := 0; i < n; i++ {
@@ -273,11 +304,30 @@ func memoryPerInstance(tb testing.TB, f *fixture, n int) (heapMiB, linearMiB flo
 			linear += uint64(in.mod.Memory().Size())
 		}
 	}
-	after := heapInUse()
+	after, pss1 := heapInUse(), pss()
 	for _, s := range sessions {
 		s.Close(context.Background())
 	}
-	return float64(after-before) / float64(n) / (1 << 20), float64(linear) / float64(n) / (1 << 20)
+	return float64(after-before) / float64(n) / (1 << 20), (float64(pss1) - float64(pss0)) / float64(n) / (1 << 20),
+		float64(linear) / float64(n) / (1 << 20)
+}
+
+// pss is this process's proportional set size in bytes (0 off Linux): a
+// page shared by k mappings counts 1/k, so instances sharing their
+// snapshot's pages are not counted once each, as RSS would.
+func pss() uint64 {
+	b, err := os.ReadFile("/proc/self/smaps_rollup")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
+			var kb uint64
+			fmt.Sscan(f[1], &kb)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 func heapInUse() uint64 {
@@ -323,21 +373,26 @@ func childCompile(t *testing.T, cache string) time.Duration {
 	return 0
 }
 
-// firstCalls times n sessions' first call of tool with a warm pool, sorted.
-func firstCalls(t *testing.T, f *fixture, tool *catalog.Tool, n int) []time.Duration {
-	h := f.host(t, f.cache, 2)
+// firstCalls times n sessions' first call of tool with a warm pool (pool
+// 2) or none (pool -1), sorted.
+func firstCalls(t *testing.T, f *fixture, tool *catalog.Tool, n, pool int, mode string) []time.Duration {
+	h := f.hostMode(t, f.cache, pool, mode)
 	defer h.Close(context.Background())
 	p, _ := h.Plugin(tool.Plugin)
 	p.Warm(context.Background())
 	var lat []time.Duration
-	for i := 0; i < n; i++ {
-		waitPool(p, 2)
+	for i := -1; i < n; i++ { // the first, not counted, takes the snapshot
+		if pool > 0 {
+			waitPool(p, pool)
+		}
 		s := h.NewSession()
 		start := time.Now()
 		if _, err := s.Call(context.Background(), tool, json.RawMessage(echoArgs)); err != nil {
 			t.Fatal(err)
 		}
-		lat = append(lat, time.Since(start))
+		if i >= 0 {
+			lat = append(lat, time.Since(start))
+		}
 		s.Close(context.Background())
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
@@ -357,7 +412,10 @@ func TestRuntimeReport(t *testing.T) {
 	uncached := per(func(b *testing.B) { benchCompile(b, f, "off") })
 	benchCompile(&testing.B{N: 1}, f, f.cache)
 	cachedChild := childCompile(t, f.cache)
-	inst := per(BenchmarkInstantiate)
+	inst := map[string]time.Duration{}
+	for _, m := range []string{modeWhole, modeFresh, modeDefault} {
+		inst[m] = per(func(b *testing.B) { benchInstantiate(b, f, m) })
+	}
 	firstPool := per(BenchmarkFirstCallPool)
 	firstNoPool := per(BenchmarkFirstCallNoPool)
 	warm := per(BenchmarkWarmCall)
@@ -365,28 +423,50 @@ func TestRuntimeReport(t *testing.T) {
 	native := per(BenchmarkNativeCall)
 	spinClose := per(func(b *testing.B) { benchSpin(b, true) })
 	spinPlain := per(func(b *testing.B) { benchSpin(b, false) })
-	heapMiB, linearMiB := memoryPerInstance(t, f, 20)
+	type mem struct{ heap, pss, linear float64 }
+	mems := map[string]mem{}
+	for _, m := range []string{modeWhole, modeFresh, modeDefault} {
+		var x mem
+		x.heap, x.pss, x.linear = memoryPerInstance(t, f, 20, m)
+		mems[m] = x
+	}
 
 	// First-call percentiles with the pool, over many sessions: echo, whose
 	// result has its arguments' type (the SDK prepares that type's encoder
 	// at registration), and wrap, whose result type is met on the call.
-	lat := firstCalls(t, f, f.echo, 200)
-	latWrap := firstCalls(t, f, f.wrap, 200)
+	lat := firstCalls(t, f, f.echo, 200, 2, modeDefault)
+	latWrap := firstCalls(t, f, f.wrap, 200, 2, modeDefault)
+	latFreshPool := firstCalls(t, f, f.echo, 200, 2, modeFresh)
+	latNoPool := firstCalls(t, f, f.echo, 100, -1, modeDefault)
+	latFreshNoPool := firstCalls(t, f, f.echo, 100, -1, modeFresh)
+	pct := func(l []time.Duration) string {
+		return fmt.Sprintf("%s / %s", l[len(l)/2].Round(time.Microsecond), l[len(l)*99/100].Round(time.Microsecond))
+	}
 
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "measure\tvalue\tcomparison\n")
 	fmt.Fprintf(tw, "compile, uncached (module %.1f MiB)\t%s\t\n", float64(len(f.code))/(1<<20), uncached.Round(time.Millisecond))
 	fmt.Fprintf(tw, "compile, from the disk cache, fresh process\t%s\t%.0f× faster than uncached\n", cachedChild.Round(time.Microsecond), float64(uncached)/float64(cachedChild))
-	fmt.Fprintf(tw, "instantiate (fresh instance, _initialize run)\t%s\t\n", inst.Round(time.Microsecond))
-	fmt.Fprintf(tw, "session's first call, no pool\t%s\t\n", firstNoPool.Round(time.Microsecond))
-	fmt.Fprintf(tw, "session's first call, warm pool (mean)\t%s\t%.0f× faster than without\n", firstPool.Round(time.Microsecond), float64(firstNoPool)/float64(firstPool))
-	fmt.Fprintf(tw, "session's first call, warm pool (p50 / p99 of 200)\t%s / %s\t\n", lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond))
-	fmt.Fprintf(tw, "  the same, result of a type not prepared (wrap)\t%s / %s\t\n", latWrap[len(latWrap)/2].Round(time.Microsecond), latWrap[len(latWrap)*99/100].Round(time.Microsecond))
+	for _, m := range []string{modeWhole, modeFresh, modeDefault} {
+		cmp := ""
+		if m != modeWhole {
+			cmp = fmt.Sprintf("%.1f× faster than as built", float64(inst[modeWhole])/float64(inst[m]))
+		}
+		fmt.Fprintf(tw, "instantiate, %s\t%s\t%s\n", m, inst[m].Round(time.Microsecond), cmp)
+	}
+	fmt.Fprintf(tw, "session's first call, no pool (mean)\t%s\t\n", firstNoPool.Round(time.Microsecond))
+	fmt.Fprintf(tw, "session's first call, warm pool (mean)\t%s\t%.1f× faster than without\n", firstPool.Round(time.Microsecond), float64(firstNoPool)/float64(firstPool))
+	fmt.Fprintf(tw, "session's first call, no pool (p50 / p99 of 100)\t%s\tfresh: %s\n", pct(latNoPool), pct(latFreshNoPool))
+	fmt.Fprintf(tw, "session's first call, warm pool (p50 / p99 of 200)\t%s\tfresh: %s\n", pct(lat), pct(latFreshPool))
+	fmt.Fprintf(tw, "  the same, result of a type not prepared (wrap)\t%s\t\n", pct(latWrap))
 	fmt.Fprintf(tw, "warm call, ~100-byte JSON round trip\t%s\t\n", warm.Round(100*time.Nanosecond))
 	fmt.Fprintf(tw, "same logic as a native Go function\t%s\toverhead %s per call (%.0f×)\n", native.Round(100*time.Nanosecond), (warm - native).Round(100*time.Nanosecond), float64(warm)/float64(native))
 	fmt.Fprintf(tw, "warm call without WithCloseOnContextDone (not used)\t%s\tWithCloseOnContextDone costs %+.0f%%\n", warmPlain.Round(100*time.Nanosecond), 100*(float64(warm)/float64(warmPlain)-1))
-	fmt.Fprintf(tw, "memory per live instance: Go heap / linear memory\t%.2f MiB / %.2f MiB\t\n", heapMiB, linearMiB)
+	for _, m := range []string{modeWhole, modeFresh, modeDefault} {
+		x := mems[m]
+		fmt.Fprintf(tw, "memory per live instance, %s: Go heap / PSS / linear memory\t%.2f / %.2f / %.2f MiB\t\n", m, x.heap, x.pss, x.linear)
+	}
 	fmt.Fprintf(tw, "loop-heavy call (%d iterations), WithCloseOnContextDone\t%s\t%+.1f%% vs without (%s)\n", spinN, spinClose.Round(time.Microsecond), 100*(float64(spinClose)/float64(spinPlain)-1), spinPlain.Round(time.Microsecond))
 	tw.Flush()
 	fmt.Printf("\nToolshed plugin runtime, %s, %d CPUs, %s\n\n%s", runtime.Version(), runtime.NumCPU(), time.Now().UTC().Format("2006-01-02"), b.String())

@@ -100,6 +100,9 @@ type Host struct {
 	// noCloseOnDone turns off WithCloseOnContextDone: for measuring its
 	// cost only (a call could then never be stopped).
 	noCloseOnDone bool
+	// noSplit compiles modules whole (wazero applies their data
+	// segments, no snapshots): for measuring what the split saves.
+	noSplit bool
 }
 
 // New returns a Host.

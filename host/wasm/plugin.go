@@ -156,7 +156,9 @@ func (p *Plugin) compile(ctx context.Context) error {
 		return fmt.Errorf("plugin %q: module %s is not valid WebAssembly: %w", p.name, p.cat.ModulePath, err)
 	}
 	p.image, p.splitWhy = nil, ""
-	if img, err := wasmcheck.Split(code, st, mergeGap); err != nil {
+	if p.host.noSplit {
+		p.splitWhy = "split off (measurement)"
+	} else if img, err := wasmcheck.Split(code, st, mergeGap); err != nil {
 		p.splitWhy = strings.TrimPrefix(err.Error(), wasmcheck.ErrNotSplittable.Error()+": ")
 	} else {
 		p.image, code = img, img.Module
