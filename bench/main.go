@@ -71,21 +71,21 @@ func main() {
 
 // results are every figure of one run.
 type results struct {
-	Machine  machine
-	Started  time.Time
-	Elapsed  time.Duration
-	Quick    bool
-	Search   []setResult
-	Context  []contextRow
-	Calls    []callRow
-	Through  []throughputRow
-	Memory   memoryRow
+	Machine machine
+	Started time.Time
+	Elapsed time.Duration
+	Quick   bool
+	Search  []setResult
+	Context []contextRow
+	Calls   []callRow
+	Through []throughputRow
+	Memory  memoryRow
 	// MemoryFresh is Memory with snapshots off (each instance initialised
 	// from scratch), measured in the same run.
 	MemoryFresh memoryRow
-	Scale    []scaleRow
-	Reload   reloadResult
-	EvalPath string
+	Scale       []scaleRow
+	Reload      reloadResult
+	EvalPath    string
 }
 
 type setResult struct {

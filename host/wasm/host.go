@@ -8,11 +8,21 @@
 // wazero runtime so its memory cap is its own.
 //
 // Plugin state never crosses requests: a Session's first call to a plugin
-// gets a fresh instance (taken from a small pool of pre-instantiated,
+// gets a new instance (taken from a small pool of pre-instantiated,
 // never-used instances), later calls of the session reuse it, and
 // Session.Close closes it. Calls on one instance are serialised. An
 // instance that trapped, timed out or broke a limit is discarded, never
 // reused.
+//
+// A new instance is, on Linux, restored from the plugin's snapshot: its
+// initialiser runs once per process, its memory is kept in a sealed memfd
+// that each instance maps copy-on-write, its globals are set and its Go
+// runtime's random generators re-seeded (docs/RUNTIME.md, "Snapshots").
+// Elsewhere, for a manifest that opts out, with Options.FreshInstances,
+// and whenever a capture or its known-answer check fails, instances are
+// fresh: instantiated and initialised from scratch. Either way the
+// module is compiled split when it can be: its data segments merged and
+// copied into memory by the host rather than applied one by one.
 //
 // The sandbox grants nothing by default: no filesystem, environment,
 // arguments or sockets; stdout and stderr are captured, bounded and logged

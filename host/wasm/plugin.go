@@ -479,6 +479,12 @@ func (p *Plugin) close(ctx context.Context) error {
 	}
 	p.compileMu.Lock()
 	defer p.compileMu.Unlock()
+	p.snapMu.Lock() // a capture in progress ends first
+	p.snapPending.Store(false)
+	if s := p.snap.Swap(nil); s != nil {
+		s.img.close()
+	}
+	p.snapMu.Unlock()
 	if p.runtime != nil {
 		return p.runtime.Close(ctx)
 	}

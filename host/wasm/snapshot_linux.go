@@ -4,6 +4,7 @@ package wasm
 
 import (
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/tetratelabs/wazero/experimental"
@@ -18,7 +19,8 @@ const snapshotsSupported = true
 // copy-on-write, so its pages are shared until an instance writes one.
 // It is safe for concurrent use.
 type memImage struct {
-	fd   int
+	mu   sync.RWMutex // held (read) while fd is used; close takes it to retire fd
+	fd   int          // -1 once closed
 	size uint64
 }
 
@@ -43,7 +45,17 @@ func newMemImage(b []byte) (*memImage, error) {
 	return &memImage{fd: fd, size: uint64(len(b))}, nil
 }
 
-func (im *memImage) close() { unix.Close(im.fd) }
+// close closes the memfd; instances restored already keep their
+// mappings, later restores fail (a closed image is never read again, so
+// no file that reuses the descriptor's number can be mapped instead).
+func (im *memImage) close() {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if im.fd >= 0 {
+		unix.Close(im.fd)
+		im.fd = -1
+	}
+}
 
 // allocator gives each instance a linear memory whose first im.size
 // bytes are a private copy-on-write mapping of the image, the rest of its
@@ -51,11 +63,13 @@ func (im *memImage) close() { unix.Close(im.fd) }
 // reservation of the memory's maximum, so the limit holds the same way.
 func (im *memImage) allocator() experimental.MemoryAllocator {
 	return experimental.MemoryAllocatorFunc(func(_, max uint64) experimental.LinearMemory {
+		im.mu.RLock()
+		defer im.mu.RUnlock()
 		m := newMmapMemory(0, max)
 		mm := m.(*mmapMemory)
-		if mm.heap || im.size > uint64(cap(mm.buf)) {
+		if im.fd < 0 || mm.heap || im.size > uint64(cap(mm.buf)) {
 			// No mapping to place the image in: a copy.
-			if mm.heap && uint64(cap(mm.buf)) >= im.size {
+			if im.fd >= 0 && mm.heap && uint64(cap(mm.buf)) >= im.size {
 				b := mm.buf[:im.size]
 				if _, err := unix.Pread(im.fd, b, 0); err == nil {
 					return mm
