@@ -21,12 +21,26 @@ func (ix *Index) diversify(top []int32, qs []queryTerm, score []float32, mask []
 	if len(top) <= 1 || k <= 1 {
 		return top[:min(k, len(top))]
 	}
-	n := min(len(qs), maskTerms)
-	// Each candidate's contribution per query term (the first n terms; the
-	// rest of its score is never discounted).
+	// Only the terms some candidate matched take part (an expanded query
+	// has many that match none of them): act lists them, and contrib is
+	// kept per candidate over act alone.
+	var union uint32
+	for _, d := range top {
+		union |= mask[d]
+	}
+	var act [maskTerms]int8
+	n := 0
+	for qi := 0; qi < min(len(qs), maskTerms); qi++ {
+		if union&(1<<uint(qi)) != 0 {
+			act[n] = int8(qi)
+			n++
+		}
+	}
+	// Each candidate's contribution per matched query term (the rest of
+	// its score is never discounted).
 	contrib := sc.contrib[:0]
 	for _, d := range top {
-		for qi := 0; qi < n; qi++ {
+		for _, qi := range act[:n] {
 			var c float32
 			if mask[d]&(1<<uint(qi)) != 0 {
 				c = qs[qi].weight * ix.postingWeight(qs[qi].id, d)
