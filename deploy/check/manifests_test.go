@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,12 @@ import (
 )
 
 const dir = "../kubernetes"
+
+// sessionMiB is the memory a live session holding its plugin instance
+// costs (docs/BENCHMARKS.md, "Memory per session": 4.4 MiB of Go heap),
+// and baseMiB the server's before any (docs/SERVING.md: 57 MiB), rounded
+// up: the sizing rule of docs/DEPLOY.md.
+const sessionMiB, baseMiB = 4.4, 64
 
 // imagePlugins is where deploy/Dockerfile puts the bundled plugins.
 const imagePlugins = "/usr/share/toolshed/plugins"
@@ -315,6 +322,26 @@ func TestManifests(t *testing.T) {
 	grace := time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
 	if need := pause + cfg.Server.ShutdownTimeout + 5*time.Second; grace < need {
 		t.Errorf("terminationGracePeriodSeconds %s < preStop %s + server.shutdown_timeout %s + 5s", grace, pause, cfg.Server.ShutdownTimeout)
+	}
+	// Memory: the sessions a replica may hold at once fit the limit.
+	limit := c.Resources.Limits.Memory().Value()
+	sessions := cfg.Server.MaxConcurrent + cfg.Server.MCP.MaxSessions
+	if need := int64((baseMiB + sessionMiB*float64(sessions)) * (1 << 20)); limit < need {
+		t.Errorf("memory limit %d MiB < %d MiB + %d sessions (server.max_concurrent + server.mcp.max_sessions) × %.1f MiB",
+			limit>>20, baseMiB, sessions, sessionMiB)
+	}
+	// Affinity and timeouts follow the server's.
+	if s := find(o.services, "toolshed-mcp"); s != nil && s.Spec.SessionAffinityConfig != nil && s.Spec.SessionAffinityConfig.ClientIP != nil {
+		if got := time.Duration(*s.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds) * time.Second; got < cfg.Server.MCP.IdleTimeout {
+			t.Errorf("toolshed-mcp affinity lasts %s, less than server.mcp.idle_timeout %s", got, cfg.Server.MCP.IdleTimeout)
+		}
+	}
+	for _, ing := range o.ingresses {
+		if v, ok := ing.Annotations["nginx.ingress.kubernetes.io/proxy-read-timeout"]; ok {
+			if secs, err := strconv.Atoi(v); err != nil || time.Duration(secs)*time.Second < cfg.Server.RequestTimeout {
+				t.Errorf("Ingress %s: proxy-read-timeout %q is shorter than server.request_timeout %s", ing.Name, v, cfg.Server.RequestTimeout)
+			}
+		}
 	}
 	if c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem {
 		t.Error("the root file system should be read-only")
