@@ -411,3 +411,32 @@ func TestMCPSessionStaysOnItsReplica(t *testing.T) {
 		t.Fatalf("the session on its replica: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestPluginsPushCredentials: a registry that wants a login gets it from
+// --username with --password-stdin, or from TOOLSHED_REGISTRY_* variables.
+func TestPluginsPushCredentials(t *testing.T) {
+	reg := ocitest.NewRegistry(t)
+	reg.RequireAuth("alice", "s3cret-pass")
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	src, _ := textkitDir(t)
+	runCLI("plugins", "pin", filepath.Join(src, "textkit.json"))
+	ref := reg.Host + "/plugins/textkit:1"
+	if code, _, errOut := runCLI("plugins", "push", ref, filepath.Join(src, "textkit.json")); code == 0 || !strings.Contains(errOut, "credential") {
+		t.Fatalf("anonymous push: %d %s", code, errOut)
+	}
+	old := stdin
+	stdin = strings.NewReader("s3cret-pass\n")
+	defer func() { stdin = old }()
+	if code, out, errOut := runCLI("plugins", "push", "--username", "alice", "--password-stdin", ref, filepath.Join(src, "textkit.json")); code != 0 {
+		t.Fatalf("push with --password-stdin: %d %s %s", code, out, errOut)
+	}
+	t.Setenv("TOOLSHED_REGISTRY_USERNAME", "alice")
+	t.Setenv("TOOLSHED_REGISTRY_PASSWORD", "s3cret-pass")
+	if code, out, errOut := runCLI("plugins", "pull", ref, filepath.Join(t.TempDir(), "p")); code != 0 {
+		t.Fatalf("pull with TOOLSHED_REGISTRY_*: %d %s %s", code, out, errOut)
+	}
+	code, out, _ := runCLI("config", "print")
+	if code != 0 || strings.Contains(out, "s3cret-pass") {
+		t.Fatalf("config print shows the registry password: %s", out)
+	}
+}

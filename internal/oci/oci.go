@@ -116,21 +116,19 @@ func NewPlugin(manifestJSON, module []byte) (*Plugin, error) {
 	return &Plugin{Name: m.Name, Version: m.Version, ABIVersion: m.ABIVersion, Manifest: manifestJSON, Module: module}, nil
 }
 
-// ReadPlugin reads a manifest file and the module it names (relative to
-// the manifest) and checks them with NewPlugin.
+// ReadPlugin reads a manifest file and the module it names (beside it)
+// and checks them with NewPlugin.
 func ReadPlugin(manifestPath string) (*Plugin, error) {
 	data, err := readRegular(manifestPath, manifest.MaxFileBytes)
 	if err != nil {
 		return nil, err
 	}
-	var m struct {
-		Wasm string `json:"wasm"`
+	m, err := manifest.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", manifestPath, err)
 	}
-	if err := json.Unmarshal(data, &m); err != nil || m.Wasm == "" || strings.ContainsAny(m.Wasm, `/\`) {
-		if _, derr := manifest.Decode(data); derr != nil {
-			return nil, fmt.Errorf("%s: %w", manifestPath, derr)
-		}
-		return nil, fmt.Errorf("%s: the manifest's wasm must name a file beside it (have %q)", manifestPath, m.Wasm)
+	if m.Wasm != m.Name+".wasm" {
+		return nil, fmt.Errorf("%s: the manifest's wasm is %q; a distributed plugin's module is %s.wasm, beside it", manifestPath, m.Wasm, m.Name)
 	}
 	module, err := readRegular(filepath.Join(filepath.Dir(manifestPath), m.Wasm), MaxModuleBytes)
 	if err != nil {
@@ -143,21 +141,22 @@ func ReadPlugin(manifestPath string) (*Plugin, error) {
 	return p, nil
 }
 
+// readRegular reads a regular file (never blocking on a FIFO or device)
+// of at most max bytes.
 func readRegular(path string, max int64) ([]byte, error) {
 	f, err := manifest.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var b bytes.Buffer
-	if _, err := b.ReadFrom(http.MaxBytesReader(nil, f, max)); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
-		}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
 		return nil, err
 	}
-	return b.Bytes(), nil
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	return data, nil
 }
 
 // Options configure a Client. The zero value is usable: Docker's

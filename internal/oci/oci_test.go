@@ -242,3 +242,36 @@ func TestCredentials(t *testing.T) {
 		t.Fatalf("pull with the Docker config: %v", err)
 	}
 }
+
+// TestReadPlugin: a plugin to push is read from its manifest and the
+// module beside it, named after it, pinned, within the size limits.
+func TestReadPlugin(t *testing.T) {
+	p := ocitest.Textkit(t, "1.0.0")
+	dir := t.TempDir()
+	write := func(man []byte, module []byte) string {
+		os.WriteFile(filepath.Join(dir, "textkit.json"), man, 0o644)
+		os.WriteFile(filepath.Join(dir, "textkit.wasm"), module, 0o644)
+		return filepath.Join(dir, "textkit.json")
+	}
+	if got, err := oci.ReadPlugin(write(p.Manifest, p.Module)); err != nil || got.ModuleSHA256() != p.ModuleSHA256() {
+		t.Fatalf("%v", err)
+	}
+	cases := map[string]struct {
+		man, module []byte
+		want        string
+	}{
+		"module elsewhere": {bytes.Replace(p.Manifest, []byte(`"textkit.wasm"`), []byte(`"lib/textkit.wasm"`), 1), p.Module, "a distributed plugin's module is textkit.wasm"},
+		"module changed":   {p.Manifest, append(bytes.Clone(p.Module), 1), "the manifest pins"},
+		"not a manifest":   {[]byte(`{"name": "textkit", "bogus": 1}`), p.Module, "bogus"},
+	}
+	for name, tc := range cases {
+		if _, err := oci.ReadPlugin(write(tc.man, tc.module)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		}
+	}
+	os.Remove(filepath.Join(dir, "textkit.wasm"))
+	os.Mkdir(filepath.Join(dir, "textkit.wasm"), 0o755) // not a regular file
+	if _, err := oci.ReadPlugin(write(p.Manifest, nil)); err == nil {
+		t.Error("a directory read as the module")
+	}
+}
