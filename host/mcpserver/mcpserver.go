@@ -342,4 +342,3 @@ func sample(ctx context.Context, ss *mcp.ServerSession, p *host.PendingSearch) (
 	}
 	return "", errors.New("the client's model (sampling) answered with no text")
 }
-
