@@ -149,12 +149,14 @@ func TestAnalystFlow(t *testing.T) {
 	if got := strings.Join(model.calls, " "); got != want {
 		t.Fatalf("calls %q, want %q", got, want)
 	}
-	if !strings.Contains(resp.Answer, "The line chart is saved as chart-") {
+	// The model is told of the artifact (the Host has no ArtifactLink: its name, type and size).
+	if !strings.Contains(resp.Answer, "The line chart is stored as artifact ") || !strings.Contains(resp.Answer, "artifact 2025年月度销售额.svg (image/svg+xml, ") {
 		t.Fatalf("answer %q", resp.Answer)
 	}
 	last := resp.Rounds[len(resp.Rounds)-2].ToolCalls[0]
-	if last.Name != "createLineChart" || !strings.Contains(string(last.Structured), `"artifact":"chart-`) {
-		t.Fatalf("the chart call's structured result is not recorded: %+v", last)
+	if last.Name != "createLineChart" || !strings.Contains(string(last.Structured), `"artifact":"`) || len(last.Artifacts) != 1 ||
+		last.Artifacts[0].ContentType != "image/svg+xml" || filepath.Dir(last.Artifacts[0].Path) != artifacts {
+		t.Fatalf("the chart call's structured result and artifact are not recorded: %+v", last)
 	}
 
 	// The chart's numbers are the database's.

@@ -35,6 +35,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/manifest"
 	"github.com/toolshed/toolshed/host/wasm"
@@ -65,6 +66,10 @@ type Result struct {
 	Content    string
 	IsError    bool
 	Structured json.RawMessage
+	// Artifacts are the files the call stored (a chart), in order. The
+	// model reads of them what ArtifactLink gives; front ends send them
+	// to their clients.
+	Artifacts []artifact.Artifact
 }
 
 // Options configure a Host. Client and Model are required; the rest have
@@ -121,6 +126,11 @@ type Options struct {
 	// AutoDiscover makes a call to an undiscovered deferred tool discover
 	// it instead of failing (off by default: the model must search).
 	AutoDiscover bool
+	// ArtifactLink is how the model may point the user to an artifact a
+	// tool stored (a URL toolshed serve answers); a line "artifact NAME:
+	// LINK" per artifact is added to the tool's result the model reads.
+	// Nil: "artifact NAME (CONTENT TYPE, N bytes)", no link.
+	ArtifactLink func(artifact.Artifact) string
 	// Logger receives per-round records; nil discards.
 	Logger *slog.Logger
 }
@@ -342,6 +352,8 @@ type ToolCallRecord struct {
 	Search    *SearchRecord `json:"search,omitempty"`
 	// Structured is the plugin's structured result, if any.
 	Structured json.RawMessage `json:"structured,omitempty"`
+	// Artifacts are the files the call stored.
+	Artifacts []artifact.Artifact `json:"artifacts,omitempty"`
 }
 
 // ErrMaxRounds is returned when the model keeps calling tools past
@@ -620,11 +632,12 @@ func (h *Host) runCalls(ctx context.Context, s *Session, calls []openai.ToolCall
 			start := time.Now()
 			res, search := s.Call(ctx, c.Function.Name, c.Function.Arguments)
 			recs[i] = ToolCallRecord{Name: c.Function.Name, Plugin: s.PluginOf(c.Function.Name), Arguments: c.Function.Arguments,
-				IsError: res.IsError, Duration: time.Since(start), Search: search, Structured: res.Structured}
+				IsError: res.IsError, Duration: time.Since(start), Search: search, Structured: res.Structured, Artifacts: res.Artifacts}
 			content := res.Content
 			if res.IsError && content == "" {
 				content = "error"
 			}
+			content += h.artifactLines(res.Artifacts)
 			msgs[i] = openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: c.ID, Name: c.Function.Name, Content: content}
 		}()
 	}
@@ -679,11 +692,11 @@ func (s *Session) Call(ctx context.Context, name, args string) (Result, *SearchR
 	if s.wasm == nil {
 		return Result{Content: fmt.Sprintf("tool %q cannot run: this host has no plugin runtime", name), IsError: true}, nil
 	}
-	res, err := s.wasm.Call(ctx, tool, raw)
+	res, err := s.wasm.CallResult(ctx, tool, raw)
 	if err != nil {
 		return Result{Content: fmt.Sprintf("tool %q failed: %v", name, err), IsError: true}, nil
 	}
-	return h.checkOutput(tool, Result{Content: res.Content, IsError: res.IsError, Structured: res.Structured}), nil
+	return h.checkOutput(tool, Result{Content: res.Content, IsError: res.IsError, Structured: res.Structured, Artifacts: res.Artifacts}), nil
 }
 
 // toolTokens counts the tokens of tool definitions as sent.

@@ -3,8 +3,10 @@ package host
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
+	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/manifest"
 )
@@ -96,4 +98,18 @@ func (h *Host) checkOutput(t *catalog.Tool, res Result) Result {
 		return Result{Content: fmt.Sprintf("tool %q returned a structured result that does not match its outputSchema: %s", t.Name(), oneLine(err.Error())), IsError: true}
 	}
 	return res
+}
+
+// artifactLines is what the model reads of a call's artifacts, after its
+// result: one line each.
+func (h *Host) artifactLines(as []artifact.Artifact) string {
+	var b strings.Builder
+	for _, a := range as {
+		if h.opts.ArtifactLink != nil {
+			fmt.Fprintf(&b, "\nartifact %s: %s", a.Name, h.opts.ArtifactLink(a))
+		} else {
+			fmt.Fprintf(&b, "\nartifact %s (%s, %d bytes)", a.Name, a.ContentType, a.Size)
+		}
+	}
+	return b.String()
 }

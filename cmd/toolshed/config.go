@@ -15,6 +15,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/toolshed/toolshed/host"
+	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/builtin"
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/wasm"
@@ -192,10 +193,11 @@ var errNoModel = errors.New("no model endpoint: set model.base_url in toolshed.y
 
 // agent is a configured agent host and what it owns.
 type agent struct {
-	host    *host.Host
-	client  *openai.Client // nil without an upstream
-	runtime *wasm.Host
-	op      *operator
+	host      *host.Host
+	client    *openai.Client // nil without an upstream
+	runtime   *wasm.Host
+	op        *operator
+	artifacts *artifact.Store // the files plugins store, with their retention
 }
 
 func (a *agent) close() {
@@ -207,7 +209,11 @@ func (a *agent) close() {
 // configuration. snapshot returns the catalog (fixed or live). Without an
 // upstream model the host still runs tools (MCP); requestClient says
 // whether one is required.
-func newAgent(cfg *config.Config, snapshot func() *catalog.Snapshot, log *slog.Logger, stderr io.Writer, requireModel bool) (*agent, error) {
+//
+// artifactLink, when set, is how the model may link an artifact for the
+// user (toolshed serve's /v1/artifacts URL).
+func newAgent(cfg *config.Config, snapshot func() *catalog.Snapshot, log *slog.Logger, stderr io.Writer, requireModel bool,
+	artifactLink func(artifact.Artifact) string) (*agent, error) {
 	client := modelClient(cfg.Model)
 	if client == nil && requireModel {
 		return nil, errNoModel
@@ -223,6 +229,12 @@ func newAgent(cfg *config.Config, snapshot func() *catalog.Snapshot, log *slog.L
 	op.withLimits(cfg.Limits)
 	wopts := op.options(cfg.Plugins.CacheDir, cfg.Plugins.Pool, stderr)
 	wopts.Logger = log
+	store := artifact.New(artifact.Options{MaxAge: cfg.Artifacts.MaxAge, MaxBytes: int64(cfg.Artifacts.MaxMB) << 20,
+		Dirs: op.artifactDirs()})
+	wopts.Artifacts = store
+	if n, err := store.Sweep(); err != nil || n > 0 { // what earlier runs left past retention
+		log.Info("artifacts past their retention removed", "removed", n, "error", err)
+	}
 	rt, err := wasm.New(wopts)
 	if err != nil {
 		op.close()
@@ -240,6 +252,7 @@ func newAgent(cfg *config.Config, snapshot func() *catalog.Snapshot, log *slog.L
 		RequestTimeout: cfg.Model.Timeout,
 		SystemPrompt:   cfg.Agent.SystemPrompt,
 		Logger:         log,
+		ArtifactLink:   artifactLink,
 	}
 	if cfg.Model.Retries == 0 {
 		hopts.Retries = -1
@@ -264,7 +277,7 @@ func newAgent(cfg *config.Config, snapshot func() *catalog.Snapshot, log *slog.L
 		op.close()
 		return nil, err
 	}
-	return &agent{host: h, client: client, runtime: rt, op: op}, nil
+	return &agent{host: h, client: client, runtime: rt, op: op, artifacts: store}, nil
 }
 
 // cmdConfigCmd: toolshed config print.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/toolshed/toolshed/host"
+	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/wasm"
 	"github.com/toolshed/toolshed/internal/config"
@@ -400,7 +401,7 @@ func TestBundledDefaults(t *testing.T) {
 func TestArtifactsListed(t *testing.T) {
 	resp := &host.Response{Rounds: []host.Round{{ToolCalls: []host.ToolCallRecord{
 		{Name: "executeSql", Structured: json.RawMessage(`{"columns":[]}`)},
-		{Name: "createBarChart", Structured: json.RawMessage(`{"artifact":"chart-x.svg","path":"/a/chart-x.svg"}`)},
+		{Name: "createBarChart", Structured: json.RawMessage(`{"artifact":"x"}`), Artifacts: []artifact.Artifact{{ID: "x", Path: "/a/chart-x.svg"}}},
 	}}}}
 	if got := artifacts(resp); len(got) != 1 || got[0] != "/a/chart-x.svg" {
 		t.Fatalf("%v", got)

@@ -34,12 +34,14 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	for _, e := range snap.Errors {
 		log.Warn("plugin manifest skipped", "file", e.File, "error", e.Err)
 	}
-	ag, err := newAgent(cfg, func() *catalog.Snapshot { return snap }, log, stderr, false)
+	ag, err := newAgent(cfg, func() *catalog.Snapshot { return snap }, log, stderr, false, nil)
 	if err != nil {
 		return err
 	}
 	defer ag.close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return mcpserver.New(ag.host, &mcpserver.Options{Logger: log, Version: version}).RunStdio(ctx, stdin, stdout)
+	go sweepArtifacts(ctx, ag, log)
+	return mcpserver.New(ag.host, &mcpserver.Options{Logger: log, Version: version, Artifacts: ag.artifacts,
+		InlineBytes: inlineBytes(cfg.Artifacts.InlineKB), MaxBodyBytes: cfg.Server.MaxBodyBytes}).RunStdio(ctx, stdin, stdout)
 }

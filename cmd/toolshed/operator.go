@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"io"
 	"os"
 	"path/filepath"
@@ -139,4 +140,16 @@ func (o *operator) options(cacheDir string, pool int, stderr io.Writer) *wasm.Op
 		opts.SQL = o.sql
 	}
 	return opts
+}
+
+// artifactDirs are the artifact directories of the grants, sorted.
+func (o *operator) artifactDirs() []string {
+	var dirs []string
+	for _, g := range o.grants {
+		if g.Artifacts != "" && !slices.Contains(dirs, g.Artifacts) {
+			dirs = append(dirs, g.Artifacts)
+		}
+	}
+	slices.Sort(dirs)
+	return dirs
 }

@@ -65,7 +65,7 @@ func buildAgent(cc *cmdConfig, stderr io.Writer) (*agent, error) {
 	for _, e := range snap.Errors {
 		fmt.Fprintf(stderr, "toolshed: skipped %s\n", indent(e.Error()))
 	}
-	return newAgent(cfg, func() *catalog.Snapshot { return snap }, log, stderr, true)
+	return newAgent(cfg, func() *catalog.Snapshot { return snap }, log, stderr, true, nil)
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {
@@ -189,17 +189,13 @@ func cmdChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 }
 
-// artifacts lists the files plugins stored during a request (results with
-// an "artifact" and a "path").
+// artifacts lists where the files plugins stored during a request are on
+// disk.
 func artifacts(resp *host.Response) []string {
 	var out []string
 	for _, r := range resp.Rounds {
 		for _, c := range r.ToolCalls {
-			var a struct {
-				Artifact string `json:"artifact"`
-				Path     string `json:"path"`
-			}
-			if len(c.Structured) > 0 && json.Unmarshal(c.Structured, &a) == nil && a.Artifact != "" && a.Path != "" {
+			for _, a := range c.Artifacts {
 				out = append(out, a.Path)
 			}
 		}

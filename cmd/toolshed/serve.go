@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/mcpserver"
 	"github.com/toolshed/toolshed/host/metrics"
@@ -375,7 +376,12 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 	if err != nil {
 		return nil, err
 	}
-	ag, err := newAgent(cfg, live.Snapshot, log, stderr, false)
+	base := strings.TrimRight(cfg.Server.PublicURL, "/")
+	if base == "" {
+		base = "http://" + cfg.Server.Addr
+	}
+	artifactURL := func(a artifact.Artifact) string { return base + "/v1/artifacts/" + a.ID }
+	ag, err := newAgent(cfg, live.Snapshot, log, stderr, false, artifactURL)
 	if err != nil {
 		return nil, err
 	}
@@ -386,10 +392,12 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 	s.metrics = metrics.New(metrics.Options{Runtime: rt, Catalog: live, Known: ag.host.HasTool})
 	s.openai = openaiapi.New(ag.host, &openaiapi.Options{Upstream: ag.client, NoModel: errNoModel.Error(),
 		RequestTimeout: cfg.Server.RequestTimeout, MaxConcurrent: cfg.Server.MaxConcurrent,
-		Metrics: s.metrics, Logger: log, RequestID: requestID})
+		Metrics: s.metrics, Logger: log, RequestID: requestID,
+		Artifacts: ag.artifacts, ArtifactURL: artifactURL, InlineBytes: int64(cfg.Artifacts.InlineKB) << 10})
 	m := cfg.Server.MCP
 	s.mcp = mcpserver.New(ag.host, &mcpserver.Options{Logger: log, Metrics: s.metrics, MaxSessions: m.MaxSessions,
-		InitTimeout: m.InitTimeout, IdleTimeout: m.IdleTimeout, MaxBodyBytes: cfg.Server.MaxBodyBytes, Version: version}).Handler()
+		InitTimeout: m.InitTimeout, IdleTimeout: m.IdleTimeout, MaxBodyBytes: cfg.Server.MaxBodyBytes, Version: version,
+		Artifacts: ag.artifacts, InlineBytes: inlineBytes(cfg.Artifacts.InlineKB)}).Handler()
 	if s.sync, err = newRegistrySync(cfg, live, s.metrics, log); err != nil {
 		ag.close()
 		return nil, err
@@ -398,6 +406,27 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 }
 
 func (s *server) close() { s.agent.close() }
+
+// inlineBytes is artifacts.inline_kb as mcpserver takes it (0 there is its
+// default; never inline is negative).
+func inlineBytes(kb int) int64 {
+	if kb == 0 {
+		return -1
+	}
+	return int64(kb) << 10
+}
+
+// sweepArtifacts removes artifacts past their retention every minute
+// until ctx ends.
+func sweepArtifacts(ctx context.Context, ag *agent, log *slog.Logger) {
+	ag.artifacts.Run(ctx, time.Minute, func(n int, err error) {
+		if err != nil {
+			log.Warn("artifact cleanup", "removed", n, "error", err)
+		} else {
+			log.Info("artifacts past their retention removed", "removed", n)
+		}
+	})
+}
 
 // apiError answers in the OpenAI error shape, without param or code.
 func apiError(w http.ResponseWriter, status int, typ, msg string) {
@@ -440,6 +469,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	go sweepArtifacts(ctx, s.agent, log)
 	// Once shutdown begins, a second signal ends the process at once.
 	context.AfterFunc(ctx, stop)
 	return s.serve(ctx, ln, cfg, stdout)

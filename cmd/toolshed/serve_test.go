@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/toolshed/toolshed/internal/config"
 	"github.com/toolshed/toolshed/internal/scripted"
+	"github.com/toolshed/toolshed/internal/wasmbuild"
 )
 
 // testCacheDir is the compilation cache the tests of this package share,
@@ -464,5 +467,87 @@ func TestServeRefusesBrowserAttacks(t *testing.T) {
 	}
 	if code, b := do(func(r *http.Request) { r.Host = "localhost:1234" }); code != 200 {
 		t.Errorf("localhost: %d %s", code, b)
+	}
+}
+
+// TestServeChartArtifact: a chart made through the OpenAI endpoint reaches
+// the client as a URL it can fetch under the API key (and inline when
+// small), which the model was given to show the user; past its
+// retention, the URL answers 404.
+func TestServeChartArtifact(t *testing.T) {
+	const key = "test-key-0123456789abcdef"
+	dir := wasmbuild.Bundled(t, "../..", "chart")
+	artifacts := t.TempDir()
+	grants := filepath.Join(t.TempDir(), "grants.json")
+	os.WriteFile(grants, []byte(`{"plugins": {"chart": {"artifacts": "`+artifacts+`"}}}`), 0o644)
+	s := startServe(t, &scripted.Model{}, map[string]string{"plugins.dir": dir, "plugins.grants": grants,
+		"server.api_keys": key, "server.public_url": "https://toolshed.example/", "artifacts.inline_kb": "64"})
+	ask := `use createBarChart with {"title":"Orders","labels":["Paris","Lyon"],"series":[{"name":"n","values":[3,4]}]} to bar chart`
+	req, _ := http.NewRequest("POST", s.url+"/v1/chat/completions", strings.NewReader(`{"model":"scripted","messages":[{"role":"user","content":`+strconv.Quote(ask)+`}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Choices []struct {
+			Message struct{ Content string }
+		}
+		Toolshed struct {
+			Artifacts []struct {
+				ID, Name, ContentType, URL, Data string
+				Size                             int64
+			}
+		}
+	}
+	json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if len(out.Toolshed.Artifacts) != 1 {
+		t.Fatalf("%d %+v", resp.StatusCode, out)
+	}
+	a := out.Toolshed.Artifacts[0]
+	if a.URL != "https://toolshed.example/v1/artifacts/"+a.ID || !strings.HasPrefix(a.Data, "data:image/svg+xml;base64,") || a.Size == 0 {
+		t.Fatalf("artifact %+v", a)
+	}
+	// The model was told the link (the scripted model answers with the tool's text).
+	if answer := out.Choices[0].Message.Content; !strings.Contains(answer, a.URL) || strings.Contains(answer, artifacts) {
+		t.Fatalf("answer %q", answer)
+	}
+	get := func(key string) (*http.Response, string) {
+		req, _ := http.NewRequest("GET", s.url+"/v1/artifacts/"+a.ID, nil)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	if resp, _ := get(""); resp.StatusCode != 401 {
+		t.Fatalf("without the key: %d", resp.StatusCode)
+	}
+	r, body := get(key)
+	if r.StatusCode != 200 || r.Header.Get("Content-Type") != "image/svg+xml" || !strings.Contains(body, "Paris") ||
+		!strings.Contains(r.Header.Get("Content-Security-Policy"), "sandbox") || r.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Fatalf("GET: %d %v %.80s", r.StatusCode, r.Header, body)
+	}
+	if data, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(a.Data, "data:image/svg+xml;base64,")); string(data) != body {
+		t.Fatal("inline data differs from the served file")
+	}
+	// Past its retention: gone.
+	old := time.Now().Add(-48 * time.Hour)
+	os.Chtimes(filepath.Join(artifacts, a.ID), old, old)
+	if r, body := get(key); r.StatusCode != 404 || !strings.Contains(body, "artifact_not_found") {
+		t.Fatalf("past retention: %d %s", r.StatusCode, body)
+	}
+	if n, err := s.server.agent.artifacts.Sweep(); err != nil || n != 1 {
+		t.Fatalf("sweep: %d %v", n, err)
+	}
+	if _, err := os.Stat(filepath.Join(artifacts, a.ID)); !os.IsNotExist(err) {
+		t.Fatalf("file still there: %v", err)
 	}
 }

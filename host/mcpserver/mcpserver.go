@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolshed/toolshed/host"
+	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/metrics"
 	"github.com/toolshed/toolshed/internal/buildinfo"
 )
@@ -55,6 +56,13 @@ type Options struct {
 	// Version is serverInfo.version. Default: the build's version
 	// (buildinfo.Version).
 	Version string
+	// Artifacts serves resources/read of toolshed://artifacts/ID; nil: no
+	// resources (artifacts still come as content of their call's result).
+	Artifacts *artifact.Store
+	// InlineBytes: an artifact up to this size is sent inside its call's
+	// result (image or embedded resource); a larger one as a resource
+	// link. 0: 256 KiB; negative: always a link.
+	InlineBytes int64
 }
 
 // Server serves MCP sessions over one host.Host. It is safe for
@@ -92,6 +100,9 @@ func New(h *host.Host, opts *Options) *Server {
 	}
 	if s.opts.MaxBodyBytes <= 0 {
 		s.opts.MaxBodyBytes = 4 << 20
+	}
+	if s.opts.InlineBytes == 0 {
+		s.opts.InlineBytes = 256 << 10
 	}
 	if s.opts.Version == "" {
 		s.opts.Version = buildinfo.Version()
@@ -151,6 +162,7 @@ func (s *Server) newSession(ended func()) *session {
 		SupportedProtocolVersions: ProtocolVersions,
 	})
 	ms.srv.AddReceivingMiddleware(ms.onInitialize, ms.refuseUnknown)
+	s.addArtifactResources(ms.srv)
 	ms.srv.AddSendingMiddleware(listChangedMiddleware)
 	ms.sync()
 	return ms
@@ -279,7 +291,7 @@ func (ms *session) refuseUnknown(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		res, _ := ms.hs.Call(ctx, p.Name, string(p.Arguments))
 		ms.front.opts.Metrics.ObserveCall(&host.ToolCallRecord{Name: p.Name, Plugin: ms.hs.PluginOf(p.Name), IsError: true})
-		return result(res), nil
+		return ms.front.result(res), nil
 	}
 }
 
@@ -311,11 +323,16 @@ func (ms *session) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	ms.front.opts.Metrics.ObserveCall(&host.ToolCallRecord{Name: name, Plugin: ms.hs.PluginOf(name), IsError: res.IsError,
 		Duration: time.Since(start), Search: rec})
 	ms.front.opts.Logger.Debug("mcp tool call", "session", req.Session.ID(), "tool", name, "is_error", res.IsError, "took", time.Since(start))
-	return result(res), nil
+	return ms.front.result(res), nil
 }
 
-func result(res host.Result) *mcp.CallToolResult {
+// result is a call's result as MCP sends it: the text, its artifacts,
+// and its structured content when it is an object.
+func (s *Server) result(res host.Result) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Content}}, IsError: res.IsError}
+	for _, a := range res.Artifacts {
+		out.Content = append(out.Content, s.artifactContent(a))
+	}
 	if s := strings.TrimSpace(string(res.Structured)); strings.HasPrefix(s, "{") {
 		out.StructuredContent = json.RawMessage(s)
 	}

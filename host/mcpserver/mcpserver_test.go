@@ -19,6 +19,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/toolshed/toolshed/host"
+	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/mcpserver"
 	"github.com/toolshed/toolshed/host/wasm"
@@ -26,15 +27,21 @@ import (
 )
 
 // testHost is a host over the named bundled plugins, built and pinned,
-// with one always-on tool, wait_ms, that waits (for cancellation tests).
-func testHost(t testing.TB, grants map[string]wasm.Grants, plugins ...string) *host.Host {
+// with one always-on tool, wait_ms, that waits (for cancellation tests);
+// wopts are the plugin runtime's options (grants, artifact store).
+func testHost(t testing.TB, wopts *wasm.Options, plugins ...string) *host.Host {
 	t.Helper()
 	dir := wasmbuild.Bundled(t, "../..", plugins...)
 	snap, err := catalog.Load(dir, nil)
 	if err != nil || len(snap.Errors) > 0 {
 		t.Fatal(err, snap.Errors)
 	}
-	rt, err := wasm.New(&wasm.Options{CacheDir: filepath.Join(os.TempDir(), "toolshed-test-cache"), Grants: grants})
+	wo := wasm.Options{}
+	if wopts != nil {
+		wo = *wopts
+	}
+	wo.CacheDir = filepath.Join(os.TempDir(), "toolshed-test-cache")
+	rt, err := wasm.New(&wo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,5 +530,106 @@ func TestToolsListMeta(t *testing.T) {
 	call, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "textStats", Arguments: map[string]any{"text": "a b"}})
 	if err != nil || call.IsError || call.StructuredContent == nil {
 		t.Fatalf("textStats call: %+v %v", call, err)
+	}
+}
+
+// chartHost is a host over the chart plugin, its artifacts in a store
+// with the given retention.
+func chartHost(t *testing.T, maxAge time.Duration) (*host.Host, *artifact.Store) {
+	dir := t.TempDir()
+	store := artifact.New(artifact.Options{MaxAge: maxAge, Dirs: []string{dir}})
+	h := testHost(t, &wasm.Options{Artifacts: store, Grants: map[string]wasm.Grants{"chart": {Artifacts: dir}}}, "chart")
+	return h, store
+}
+
+var barChart = map[string]any{"title": "Orders by city", "labels": []string{"Paris", "Lyon"},
+	"series": []map[string]any{{"name": "orders", "values": []float64{120, 95}}}}
+
+// TestChartAsContent: a chart reaches an MCP client as an embedded
+// resource (SVG) in the call's result, readable again by its URI; too
+// large to inline, as a resource link; past its retention, gone.
+func TestChartAsContent(t *testing.T) {
+	h, store := chartHost(t, time.Hour)
+	_, url := serveMCP(t, h, &mcpserver.Options{Artifacts: store})
+	cs, err := connect(t, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.InitializeResult().Capabilities.Resources == nil {
+		t.Fatal("no resources capability")
+	}
+	ctx := context.Background()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "tool_search", Arguments: map[string]any{"query": "bar chart"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "createBarChart", Arguments: barChart})
+	if err != nil || res.IsError || len(res.Content) != 2 {
+		t.Fatalf("createBarChart: %+v %v", res, err)
+	}
+	er, ok := res.Content[1].(*mcp.EmbeddedResource)
+	if !ok || er.Resource.MIMEType != "image/svg+xml" || !strings.Contains(er.Resource.Text, "<svg") ||
+		!strings.Contains(er.Resource.Text, "Paris") || !strings.HasPrefix(er.Resource.URI, artifact.URIPrefix) {
+		t.Fatalf("artifact content: %#v", res.Content[1])
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; strings.Contains(text, "/") {
+		t.Fatalf("the text shows a server path: %q", text)
+	}
+	read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: er.Resource.URI})
+	if err != nil || len(read.Contents) != 1 || read.Contents[0].Text != er.Resource.Text {
+		t.Fatalf("resources/read: %+v %v", read, err)
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: artifact.URIPrefix + "0123456789abcdef0123456789abcdef-x.svg"}); err == nil {
+		t.Fatal("an unknown artifact was read")
+	}
+
+	// Over the inline size: a link the client reads.
+	_, url = serveMCP(t, h, &mcpserver.Options{Artifacts: store, InlineBytes: -1})
+	cs, err = connect(t, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.CallTool(ctx, &mcp.CallToolParams{Name: "tool_search", Arguments: map[string]any{"query": "bar chart"}})
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "createBarChart", Arguments: barChart})
+	if err != nil || res.IsError || len(res.Content) != 2 {
+		t.Fatalf("createBarChart: %+v %v", res, err)
+	}
+	link, ok := res.Content[1].(*mcp.ResourceLink)
+	if !ok || link.MIMEType != "image/svg+xml" || link.Size == nil || *link.Size == 0 {
+		t.Fatalf("link: %#v", res.Content[1])
+	}
+	if read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: link.URI}); err != nil || !strings.Contains(read.Contents[0].Text, "<svg") {
+		t.Fatalf("read the link: %v", err)
+	}
+}
+
+// TestArtifactRetention: an artifact past its retention cannot be read,
+// and the sweep removes its file.
+func TestArtifactRetention(t *testing.T) {
+	h, store := chartHost(t, 300*time.Millisecond)
+	_, url := serveMCP(t, h, &mcpserver.Options{Artifacts: store})
+	cs, err := connect(t, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cs.CallTool(ctx, &mcp.CallToolParams{Name: "tool_search", Arguments: map[string]any{"query": "bar chart"}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "createBarChart", Arguments: barChart})
+	if err != nil || res.IsError {
+		t.Fatalf("%+v %v", res, err)
+	}
+	uri := res.Content[1].(*mcp.EmbeddedResource).Resource.URI
+	a, err := store.Get(strings.TrimPrefix(uri, artifact.URIPrefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}); err == nil {
+		t.Fatal("an artifact past its retention was read")
+	}
+	if n, err := store.Sweep(); err != nil || n != 1 {
+		t.Fatalf("sweep: %d %v", n, err)
+	}
+	if _, err := os.Stat(a.Path); !os.IsNotExist(err) {
+		t.Fatalf("file still there: %v", err)
 	}
 }

@@ -12,19 +12,24 @@ package openaiapi
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/toolshed/toolshed/host"
+	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/metrics"
 )
 
@@ -50,6 +55,16 @@ type Options struct {
 	// RequestID names a request in the log (toolshed serve passes the
 	// x-request-id it set); nil: none.
 	RequestID func(w http.ResponseWriter) string
+	// Artifacts serves GET /v1/artifacts/{id}: the files tools stored
+	// (charts), under the same authentication as the rest. Nil: no such
+	// endpoint.
+	Artifacts *artifact.Store
+	// ArtifactURL is an artifact's URL as clients reach it, in the
+	// response's toolshed.artifacts; nil: /v1/artifacts/ID.
+	ArtifactURL func(artifact.Artifact) string
+	// InlineBytes: an artifact up to this size is also sent in
+	// toolshed.artifacts as a data: URL; 0: never.
+	InlineBytes int64
 }
 
 // Server serves the endpoints over one host.Host. It is safe for
@@ -79,6 +94,9 @@ func New(h *host.Host, opts *Options) *Server {
 	if s.opts.Logger == nil {
 		s.opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if s.opts.ArtifactURL == nil {
+		s.opts.ArtifactURL = func(a artifact.Artifact) string { return "/v1/artifacts/" + a.ID }
+	}
 	if s.opts.RequestID == nil {
 		s.opts.RequestID = func(http.ResponseWriter) string { return "" }
 	}
@@ -94,6 +112,9 @@ func (s *Server) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("GET /v1/models/{id...}", s.model)
+	if s.opts.Artifacts != nil {
+		mux.HandleFunc("GET /v1/artifacts/{id}", s.artifact)
+	}
 }
 
 // ServeHTTP serves the endpoints Register mounts (and a 404 or 405 in
@@ -238,9 +259,20 @@ type (
 	}
 	// toolshedTrace tells what the server did for the answer.
 	toolshedTrace struct {
-		Discovered []string `json:"discovered"`
-		Rounds     int      `json:"rounds"`
-		ToolCalls  []string `json:"tool_calls"`
+		Discovered []string       `json:"discovered"`
+		Rounds     int            `json:"rounds"`
+		ToolCalls  []string       `json:"tool_calls"`
+		Artifacts  []artifactJSON `json:"artifacts,omitempty"`
+	}
+	// artifactJSON is a file a tool stored: its URL under this server
+	// (same API keys), and the bytes as a data: URL when small.
+	artifactJSON struct {
+		ID          string `json:"id"`
+		Name        string `json:"name"`
+		ContentType string `json:"content_type"`
+		Size        int64  `json:"size"`
+		URL         string `json:"url"`
+		Data        string `json:"data,omitempty"`
 	}
 )
 
@@ -264,14 +296,56 @@ func clientToolCalls(calls []openai.ToolCall, indexed bool) []chatToolCall {
 	return out
 }
 
-func trace(resp *host.Response) *toolshedTrace {
+func (s *Server) trace(resp *host.Response) *toolshedTrace {
 	t := &toolshedTrace{Discovered: nonNil(resp.Discovered), Rounds: len(resp.Rounds), ToolCalls: []string{}}
 	for _, r := range resp.Rounds {
 		for _, c := range r.ToolCalls {
 			t.ToolCalls = append(t.ToolCalls, c.Name)
+			for _, a := range c.Artifacts {
+				t.Artifacts = append(t.Artifacts, s.artifactJSON(a))
+			}
 		}
 	}
 	return t
+}
+
+func (s *Server) artifactJSON(a artifact.Artifact) artifactJSON {
+	j := artifactJSON{ID: a.ID, Name: a.Name, ContentType: a.ContentType, Size: a.Size, URL: s.opts.ArtifactURL(a)}
+	if a.Size <= s.opts.InlineBytes {
+		if data, err := os.ReadFile(a.Path); err == nil {
+			j.Data = "data:" + a.ContentType + ";base64," + base64.StdEncoding.EncodeToString(data)
+		}
+	}
+	return j
+}
+
+// artifact serves one artifact: its bytes with their content type, never
+// run as a page of this origin (an SVG can hold script): nosniff, and a
+// sandboxing Content-Security-Policy; what is not an image is a download.
+func (s *Server) artifact(w http.ResponseWriter, r *http.Request) {
+	a, err := s.opts.Artifacts.Get(r.PathValue("id"))
+	if err != nil {
+		WriteError(w, http.StatusNotFound, Error{Type: "invalid_request_error", Code: "artifact_not_found",
+			Message: "no such artifact: it never existed or is past its retention (artifacts.max_age, artifacts.max_mb)"})
+		return
+	}
+	f, err := os.Open(a.Path)
+	if err != nil {
+		WriteError(w, http.StatusNotFound, Error{Type: "invalid_request_error", Code: "artifact_not_found", Message: "no such artifact"})
+		return
+	}
+	defer f.Close()
+	h := w.Header()
+	h.Set("Content-Type", a.ContentType)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox")
+	h.Set("Cache-Control", "private, max-age=3600")
+	disposition := "attachment"
+	if strings.HasPrefix(a.ContentType, "image/") {
+		disposition = "inline"
+	}
+	h.Set("Content-Disposition", mime.FormatMediaType(disposition, map[string]string{"filename": a.Name}))
+	http.ServeContent(w, r, "", a.Created, f)
 }
 
 // chatCompletions runs the agent loop for one OpenAI chat completion
@@ -330,7 +404,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			}
 			WriteJSON(w, http.StatusOK, chatResponse{ID: id, Object: "chat.completion", Created: start.Unix(), Model: resp.Model,
 				Choices: []chatChoice{{Message: msg, FinishReason: ptr(string(resp.FinishReason))}},
-				Usage:   &resp.Usage, Toolshed: trace(resp)})
+				Usage:   &resp.Usage, Toolshed: s.trace(resp)})
 		} else {
 			completionFailure(err).write(w)
 		}
@@ -426,7 +500,7 @@ func (s *Server) streamCompletion(ctx context.Context, w http.ResponseWriter, id
 	if len(resp.ClientCalls) > 0 {
 		delta(chatMessage{ToolCalls: clientToolCalls(resp.ClientCalls, true)}, nil)
 	}
-	send(chatResponse{Choices: []chatChoice{{Delta: &chatMessage{}, FinishReason: ptr(string(resp.FinishReason))}}, Toolshed: trace(resp)})
+	send(chatResponse{Choices: []chatChoice{{Delta: &chatMessage{}, FinishReason: ptr(string(resp.FinishReason))}}, Toolshed: s.trace(resp)})
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 		send(chatResponse{Usage: &resp.Usage})
 	}

@@ -13,9 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -358,7 +355,13 @@ func (p *Plugin) dispatch(ctx context.Context, in *instance, op string, req []by
 		if err := in.quota.artifact.charge("artifact", "artifacts", int64(len(r.Data)), p.lim.artifacts, p.lim.artifactMax); err != nil {
 			return nil, err
 		}
-		return saveArtifact(e.artifacts, p.name, r)
+		a, err := p.host.opts.Artifacts.Put(e.artifacts, r.Name, r.ContentType, r.Data)
+		if err != nil {
+			p.host.log.Warn("artifact not stored", "plugin", p.name, "error", err)
+			return nil, errors.New("artifact: the host could not store it")
+		}
+		in.saved = append(in.saved, a)
+		return abi.ArtifactReply{Name: a.ID, Path: a.Path, Size: int(a.Size)}, nil
 	default:
 		return nil, fmt.Errorf("unknown host operation %q", op)
 	}
@@ -539,43 +542,3 @@ func fetch(ctx context.Context, e *effective, r abi.HTTPRequest) (any, error) {
 
 // maxArtifactBytes bounds one artifact.
 const maxArtifactBytes = 16 << 20
-
-var artifactName = regexp.MustCompile(`[^\p{L}\p{N}._-]+`)
-
-// saveArtifact writes an artifact under a unique, safe name:
-// PLUGIN-TIMESTAMP-NAME, never overwriting.
-func saveArtifact(dir, plugin string, r abi.ArtifactRequest) (any, error) {
-	base := strings.Trim(artifactName.ReplaceAllString(path.Base("/"+r.Name), "-"), "-.")
-	if base == "" {
-		base = "artifact"
-	}
-	if len(base) > 80 {
-		base = base[len(base)-80:]
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("artifact: %v", safepath.Unwrap(err))
-	}
-	stamp := time.Now().UTC().Format("20060102-150405")
-	for i := 0; i < 100; i++ {
-		name := fmt.Sprintf("%s-%s-%s", plugin, stamp, base)
-		if i > 0 {
-			name = fmt.Sprintf("%s-%s-%d-%s", plugin, stamp, i, base)
-		}
-		full := filepath.Join(dir, name)
-		f, err := os.OpenFile(full, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("artifact: %v", safepath.Unwrap(err))
-		}
-		_, werr := f.Write(r.Data)
-		cerr := f.Close()
-		if werr != nil || cerr != nil {
-			os.Remove(full)
-			return nil, fmt.Errorf("artifact: could not write it")
-		}
-		return abi.ArtifactReply{Name: name, Path: full, Size: len(r.Data)}, nil
-	}
-	return nil, errors.New("artifact: no free name")
-}

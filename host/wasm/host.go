@@ -47,8 +47,15 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
+	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/catalog"
 )
+
+// ArtifactStore stores artifacts (host/artifact.Store is one). It must
+// be safe for concurrent use.
+type ArtifactStore interface {
+	Put(dir, name, contentType string, data []byte) (artifact.Artifact, error)
+}
 
 // Options configure a Host. The zero value is usable: default cache
 // directory, a pool of 2, no capabilities granted, default caps.
@@ -67,6 +74,10 @@ type Options struct {
 	Grants map[string]Grants
 	// SQL runs the "sql" capability; nil refuses it.
 	SQL SQLRunner
+	// Artifacts stores the files of plugins granted "artifacts", in the
+	// grant's directory; nil: a store with artifact's default retention.
+	// A call's files come back with its result (Session.CallResult).
+	Artifacts ArtifactStore
 	// Logger receives plugin output, capability logs and load decisions;
 	// nil discards them.
 	Logger *slog.Logger
@@ -124,6 +135,9 @@ func New(opts *Options) (*Host, error) {
 	}
 	if h.opts.PoolSize == 0 {
 		h.opts.PoolSize = 2
+	}
+	if h.opts.Artifacts == nil {
+		h.opts.Artifacts = artifact.New(artifact.Options{})
 	}
 	h.log = h.opts.Logger
 	if h.log == nil {

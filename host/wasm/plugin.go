@@ -17,6 +17,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/manifest"
 	"github.com/toolshed/toolshed/host/wasm/internal/wasmcheck"
@@ -250,9 +251,10 @@ type instance struct {
 
 	mu     sync.Mutex // serialises calls
 	dead   bool
-	reply  []byte // pending host_call reply
-	quota  quota  // log and artifact use (under mu)
-	reqBuf []byte // the last request, reused (under mu)
+	reply  []byte              // pending host_call reply
+	quota  quota               // log and artifact use (under mu)
+	saved  []artifact.Artifact // artifacts stored by the current call (under mu)
+	reqBuf []byte              // the last request, reused (under mu)
 
 	// The module's request buffer (abi.ExportRequestBuffer), checked to
 	// lie in its memory; reqCap is 0 when it has none.
@@ -521,29 +523,31 @@ func (e *CallError) Unwrap() error { return e.Err }
 // ErrDiscarded is returned for a call on an instance already discarded.
 var ErrDiscarded = errors.New("instance was discarded after a failure")
 
-// invoke runs one call. Any failure in the plugin kills the instance.
-func (in *instance) invoke(ctx context.Context, tool string, args json.RawMessage) (abi.Result, error) {
+// invoke runs one call and returns its result and the artifacts it
+// stored. Any failure in the plugin kills the instance.
+func (in *instance) invoke(ctx context.Context, tool string, args json.RawMessage) (abi.Result, []artifact.Artifact, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	p := in.plugin
-	fail := func(err error) (abi.Result, error) {
+	fail := func(err error) (abi.Result, []artifact.Artifact, error) {
 		p.host.log.Warn("plugin call failed; instance discarded", "plugin", p.name, "tool", tool, "error", err)
 		in.dead = true
 		in.mod.Close(context.Background())
 		in.stdout.Flush()
 		in.stderr.Flush()
-		return abi.Result{}, &CallError{Plugin: p.name, Tool: tool, Err: err}
+		return abi.Result{}, nil, &CallError{Plugin: p.name, Tool: tool, Err: err}
 	}
 	if in.dead || in.mod.IsClosed() {
-		return abi.Result{}, &CallError{Plugin: p.name, Tool: tool, Err: ErrDiscarded}
+		return abi.Result{}, nil, &CallError{Plugin: p.name, Tool: tool, Err: ErrDiscarded}
 	}
 	req, err := in.request(tool, args)
 	if err != nil {
-		return abi.Result{}, fmt.Errorf("plugin %q: tool %q: encode request: %w", p.name, tool, err)
+		return abi.Result{}, nil, fmt.Errorf("plugin %q: tool %q: encode request: %w", p.name, tool, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	in.quota.startCall()
+	in.saved = nil
 	mem := in.mod.Memory()
 	var ptr uint32
 	if uint64(len(req)) <= uint64(in.reqCap) {
@@ -583,7 +587,9 @@ func (in *instance) invoke(ctx context.Context, tool string, args json.RawMessag
 	if err != nil {
 		return fail(err)
 	}
-	return res, nil
+	saved := in.saved
+	in.saved = nil
+	return res, saved, nil
 }
 
 // describe turns a wazero error into what went wrong, in words.

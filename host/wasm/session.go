@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/sdk/abi"
 )
@@ -33,19 +34,31 @@ func (h *Host) NewSession() *Session {
 // running. A failure in the plugin (trap, timeout, limit, bad result) is a
 // *CallError and the instance is discarded; the next call gets a fresh one.
 func (s *Session) Call(ctx context.Context, tool *catalog.Tool, args json.RawMessage) (abi.Result, error) {
+	res, err := s.CallResult(ctx, tool, args)
+	return res.Result, err
+}
+
+// Result is a call's result and the artifacts the call stored, in order.
+type Result struct {
+	abi.Result
+	Artifacts []artifact.Artifact
+}
+
+// CallResult is Call with the artifacts the call stored.
+func (s *Session) CallResult(ctx context.Context, tool *catalog.Tool, args json.RawMessage) (Result, error) {
 	p, err := s.host.Plugin(tool.Plugin)
 	if err != nil {
-		return abi.Result{}, err
+		return Result{}, err
 	}
 	if err := p.validate(tool.Spec, args); err != nil {
-		return abi.Result{Content: oneLine(err.Error()), IsError: true}, nil
+		return Result{Result: abi.Result{Content: oneLine(err.Error()), IsError: true}}, nil
 	}
 	in, err := s.instance(ctx, p)
 	if err != nil {
-		return abi.Result{}, err
+		return Result{}, err
 	}
 	defer p.refill() // after the call: see take
-	res, err := in.invoke(ctx, tool.Name(), args)
+	res, saved, err := in.invoke(ctx, tool.Name(), args)
 	if err != nil {
 		s.mu.Lock()
 		if s.insts[p] == in {
@@ -54,11 +67,11 @@ func (s *Session) Call(ctx context.Context, tool *catalog.Tool, args json.RawMes
 		s.mu.Unlock()
 		if errors.Is(err, ErrDiscarded) {
 			// Another call of this session killed it; that call reported why.
-			return abi.Result{}, err
+			return Result{}, err
 		}
 		in.close(context.Background())
 	}
-	return res, err
+	return Result{Result: res, Artifacts: saved}, err
 }
 
 // Prepare compiles a plugin and readies this session's instance of it in

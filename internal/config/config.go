@@ -109,6 +109,10 @@ type Server struct {
 	ContinuationKey string `koanf:"continuation_key"` // secret
 	// IdleTimeout closes a keep-alive HTTP connection idle this long.
 	IdleTimeout time.Duration `koanf:"idle_timeout"`
+	// PublicURL is the server's address as its clients reach it (behind a
+	// proxy: the proxy's), for the artifact links the model is given;
+	// empty: http://ADDR.
+	PublicURL string `koanf:"public_url"`
 	// MCP is the MCP endpoint's sessions.
 	MCP MCP `koanf:"mcp"`
 }
@@ -209,13 +213,14 @@ func Defaults() map[string]any {
 		"registry.password":       "",
 		"registry.docker_config":  "",
 		"server.idle_timeout":     "2m",
+		"server.public_url":       "",
 		"server.mcp.max_sessions": 256,
 		"server.mcp.init_timeout": "10s",
 		"server.mcp.idle_timeout": "30m",
 		"server.mcp.dispatcher":   false,
 		"artifacts.max_age":       "24h",
 		"artifacts.max_mb":        512,
-		"artifacts.inline_kb":     32,
+		"artifacts.inline_kb":     256,
 		"log.level":               "info",
 		"log.format":              "text",
 	}
@@ -450,6 +455,9 @@ func (l *Loaded) check() error {
 		if notNegative[k] < 0 {
 			checks = append(checks, bad(k, "must not be negative (0 is the default ceiling)"))
 		}
+	}
+	if u := c.Server.PublicURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		checks = append(checks, bad("server.public_url", "%q is not an http(s) URL", u))
 	}
 	if c.Artifacts.InlineKB < 0 {
 		checks = append(checks, bad("artifacts.inline_kb", "must not be negative (0: never inline)"))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -75,8 +76,10 @@ func TestChartPlugin(t *testing.T) {
 	if res.IsError || json.Unmarshal(res.Structured, &out) != nil {
 		t.Fatalf("%+v", res)
 	}
-	svg, err := os.ReadFile(out.Path)
-	if err != nil || !strings.Contains(string(svg), "北京") || !strings.HasPrefix(out.Artifact, "chart-") {
+	// The artifact is stored in the granted directory under its id: 32
+	// hex digits, then the title as a file name.
+	svg, err := os.ReadFile(filepath.Join(dir, out.Artifact))
+	if err != nil || !strings.Contains(string(svg), "北京") || !strings.HasSuffix(out.Artifact, "-各城市订单数.svg") || len(out.Artifact) != 33+len("各城市订单数.svg") {
 		t.Fatalf("artifact %+v: %v", out, err)
 	}
 	wellFormed(t, string(svg))

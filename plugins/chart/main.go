@@ -10,7 +10,6 @@ import (
 
 type result struct {
 	Artifact string `json:"artifact"`
-	Path     string `json:"path"`
 	Kind     string `json:"kind"`
 	Series   int    `json:"series"`
 	Bytes    int    `json:"bytes"`
@@ -30,8 +29,9 @@ func handler(kind string) func(Spec) (sdk.Result, error) {
 		if err != nil {
 			return sdk.Result{}, err
 		}
-		out := result{Artifact: saved.Name, Path: saved.Path, Kind: kind, Series: len(s.Series), Bytes: saved.Size}
-		return sdk.Result{Content: fmt.Sprintf("The %s chart is saved as %s (%s). Tell the user where to find it.", kind, saved.Name, saved.Path), Structured: out}, nil
+		out := result{Artifact: saved.Name, Kind: kind, Series: len(s.Series), Bytes: saved.Size}
+		// The host adds how the user can see it (a link, or the image itself).
+		return sdk.Result{Content: fmt.Sprintf("The %s chart is stored as artifact %s.", kind, saved.Name), Structured: out}, nil
 	}
 }
 

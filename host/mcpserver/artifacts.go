@@ -1,0 +1,74 @@
+package mcpserver
+
+import (
+	"context"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/host/artifact"
+)
+
+// Artifacts reach MCP clients as content of the call's result: a raster
+// image as image content, anything else (an SVG chart, a CSV) as an
+// embedded resource, both up to InlineBytes; a larger one as a resource
+// link. Every artifact is also a resource (toolshed://artifacts/ID) that
+// resources/read serves from the store, for links and for clients that
+// keep only the URI.
+
+// rasterTypes are sent as image content.
+var rasterTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// artifactContent is the content block of one artifact.
+func (s *Server) artifactContent(a artifact.Artifact) mcp.Content {
+	size := a.Size
+	link := &mcp.ResourceLink{URI: a.URI(), Name: a.Name, MIMEType: a.ContentType, Size: &size}
+	if a.Size > s.opts.InlineBytes {
+		return link
+	}
+	data, err := os.ReadFile(a.Path)
+	if err != nil {
+		s.opts.Logger.Warn("mcp: artifact unreadable; sent as a link", "artifact", a.ID, "error", err)
+		return link
+	}
+	if rasterTypes[a.ContentType] {
+		return &mcp.ImageContent{Data: data, MIMEType: a.ContentType}
+	}
+	return &mcp.EmbeddedResource{Resource: resourceContents(a, data)}
+}
+
+// resourceContents is an artifact's bytes as MCP resource contents: text
+// for textual types (SVG included), a blob otherwise.
+func resourceContents(a artifact.Artifact, data []byte) *mcp.ResourceContents {
+	rc := &mcp.ResourceContents{URI: a.URI(), MIMEType: a.ContentType}
+	textual := strings.HasPrefix(a.ContentType, "text/") || a.ContentType == "image/svg+xml" || a.ContentType == "application/json"
+	if textual && utf8.Valid(data) {
+		rc.Text = string(data)
+	} else {
+		rc.Blob = data
+	}
+	return rc
+}
+
+// addArtifactResources lets a session read artifacts by URI.
+func (s *Server) addArtifactResources(srv *mcp.Server) {
+	if s.opts.Artifacts == nil {
+		return
+	}
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: artifact.URIPrefix + "{id}", Name: "artifact",
+		Title: "Tool artifacts", Description: "Files tools produced (charts, reports), by id."},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			uri := req.Params.URI
+			id, ok := strings.CutPrefix(uri, artifact.URIPrefix)
+			if !ok {
+				return nil, mcp.ResourceNotFoundError(uri)
+			}
+			a, data, err := s.opts.Artifacts.Read(id)
+			if err != nil {
+				return nil, mcp.ResourceNotFoundError(uri)
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{resourceContents(a, data)}}, nil
+		})
+}
