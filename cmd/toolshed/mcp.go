@@ -43,5 +43,6 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	defer stop()
 	go sweepArtifacts(ctx, ag, log)
 	return mcpserver.New(ag.host, &mcpserver.Options{Logger: log, Version: version, Artifacts: ag.artifacts,
-		InlineBytes: inlineBytes(cfg.Artifacts.InlineKB), MaxBodyBytes: cfg.Server.MaxBodyBytes}).RunStdio(ctx, stdin, stdout)
+		InlineBytes: inlineBytes(cfg.Artifacts.InlineKB), MaxBodyBytes: cfg.Server.MaxBodyBytes,
+		Dispatcher: cfg.Server.MCP.Dispatcher}).RunStdio(ctx, stdin, stdout)
 }

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"slices"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 

@@ -397,7 +397,7 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 	m := cfg.Server.MCP
 	s.mcp = mcpserver.New(ag.host, &mcpserver.Options{Logger: log, Metrics: s.metrics, MaxSessions: m.MaxSessions,
 		InitTimeout: m.InitTimeout, IdleTimeout: m.IdleTimeout, MaxBodyBytes: cfg.Server.MaxBodyBytes, Version: version,
-		Artifacts: ag.artifacts, InlineBytes: inlineBytes(cfg.Artifacts.InlineKB)}).Handler()
+		Artifacts: ag.artifacts, InlineBytes: inlineBytes(cfg.Artifacts.InlineKB), Dispatcher: m.Dispatcher}).Handler()
 	if s.sync, err = newRegistrySync(cfg, live, s.metrics, log); err != nil {
 		ag.close()
 		return nil, err

@@ -59,6 +59,9 @@ type Options struct {
 	// Artifacts serves resources/read of toolshed://artifacts/ID; nil: no
 	// resources (artifacts still come as content of their call's result).
 	Artifacts *artifact.Store
+	// Dispatcher adds call_tool(name, arguments) to every session, for
+	// clients that ignore notifications/tools/list_changed (dispatch.go).
+	Dispatcher bool
 	// InlineBytes: an artifact up to this size is sent inside its call's
 	// result (image or embedded resource); a larger one as a resource
 	// link. 0: 256 KiB; negative: always a link.
@@ -163,6 +166,9 @@ func (s *Server) newSession(ended func()) *session {
 	})
 	ms.srv.AddReceivingMiddleware(ms.onInitialize, ms.refuseUnknown)
 	s.addArtifactResources(ms.srv)
+	if s.opts.Dispatcher {
+		ms.addDispatcher()
+	}
 	ms.srv.AddSendingMiddleware(listChangedMiddleware)
 	ms.sync()
 	return ms

@@ -633,3 +633,64 @@ func TestArtifactRetention(t *testing.T) {
 		t.Fatalf("file still there: %v", err)
 	}
 }
+
+// TestDispatcher: with the dispatcher on, a client that never refreshes
+// its list reaches found tools through call_tool, and only those.
+func TestDispatcher(t *testing.T) {
+	h := testHost(t, nil, "textkit", "calculate")
+	_, url := serveMCP(t, h, &mcpserver.Options{Dispatcher: true})
+	cs, err := connect(t, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, tl := range list.Tools {
+		listed = append(listed, tl.Name)
+	}
+	if strings.Join(listed, " ") != "call_tool tool_search wait_ms" {
+		t.Fatalf("list %v", listed)
+	}
+	call := func(name string, args any) (string, bool) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": name, "arguments": args}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Content[0].(*mcp.TextContent).Text, res.IsError
+	}
+	if text, isErr := call("slugify", map[string]any{"text": "A B"}); !isErr || !strings.Contains(text, "tool_search first") {
+		t.Fatalf("before search: %q %v", text, isErr)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "tool_search", Arguments: map[string]any{"query": "url slug"}}); err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := call("slugify", map[string]any{"text": "Hello World"}); isErr || text != "hello-world" {
+		t.Fatalf("found tool: %q %v", text, isErr)
+	}
+	if text, isErr := call("slugify", map[string]any{"nope": 1}); !isErr || !strings.Contains(text, "schema") {
+		t.Fatalf("bad arguments: %q %v", text, isErr)
+	}
+	// In the catalog, not found by this session: refused.
+	if text, isErr := call("calculate", map[string]any{"expression": "1+1"}); !isErr || !strings.Contains(text, `"calculate" is not one (found: slugify`) {
+		t.Fatalf("not found: %q %v", text, isErr)
+	}
+	for _, name := range []string{"tool_search", "call_tool", "wait_ms"} {
+		if _, isErr := call(name, map[string]any{}); !isErr {
+			t.Fatalf("call_tool %s was run", name)
+		}
+	}
+	// Off by default.
+	_, url = serveMCP(t, h, nil)
+	cs2, err := connect(t, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := cs2.ListTools(ctx, nil); len(list.Tools) != 2 {
+		t.Fatalf("dispatcher off: %d tools", len(list.Tools))
+	}
+}

@@ -110,9 +110,13 @@ var alwaysOn = [...]string{"current_time", "grep", "list_dir", "read_file", "she
 // AlwaysOn returns the names of the host's always-on tools, sorted.
 func AlwaysOn() []string { return append([]string(nil), alwaysOn[:]...) }
 
-// Reserved returns every name the host reserves: tool_search and the
-// always-on tools.
-func Reserved() []string { return append([]string{ToolSearch}, alwaysOn[:]...) }
+// CallTool is the MCP front end's opt-in dispatcher (server.mcp.dispatcher),
+// which calls a discovered tool by name.
+const CallTool = "call_tool"
+
+// Reserved returns every name the host reserves: tool_search, call_tool
+// and the always-on tools.
+func Reserved() []string { return append([]string{ToolSearch, CallTool}, alwaysOn[:]...) }
 
 // Set holds tool names with a value each (their owner) and finds the name
 // a new one clashes with. The zero value is an empty set. A Set is not safe

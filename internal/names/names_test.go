@@ -94,7 +94,7 @@ func TestSet(t *testing.T) {
 // TestReservedSorted keeps the list in the order its doc promises.
 func TestReservedSorted(t *testing.T) {
 	on := AlwaysOn()
-	if !sort.StringsAreSorted(on) || len(Reserved()) != len(on)+1 || Reserved()[0] != ToolSearch {
+	if !sort.StringsAreSorted(on) || len(Reserved()) != len(on)+2 || Reserved()[0] != ToolSearch || Reserved()[1] != CallTool {
 		t.Fatalf("AlwaysOn %v, Reserved %v", on, Reserved())
 	}
 	on[0] = "changed"
