@@ -396,7 +396,7 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 		Artifacts: ag.artifacts, ArtifactURL: artifactURL, InlineBytes: int64(cfg.Artifacts.InlineKB) << 10})
 	m := cfg.Server.MCP
 	s.mcp = mcpserver.New(ag.host, &mcpserver.Options{Logger: log, Metrics: s.metrics, MaxSessions: m.MaxSessions,
-		InitTimeout: m.InitTimeout, IdleTimeout: m.IdleTimeout, MaxBodyBytes: cfg.Server.MaxBodyBytes, Version: version,
+		InitTimeout: m.InitTimeout, IdleTimeout: m.IdleTimeout, EvictAfter: evictAfter(m.EvictAfter), MaxBodyBytes: cfg.Server.MaxBodyBytes, Version: version,
 		Artifacts: ag.artifacts, InlineBytes: inlineBytes(cfg.Artifacts.InlineKB), Dispatcher: m.Dispatcher}).Handler()
 	if s.sync, err = newRegistrySync(cfg, live, s.metrics, log); err != nil {
 		ag.close()
@@ -406,6 +406,15 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 }
 
 func (s *server) close() { s.agent.close() }
+
+// evictAfter is server.mcp.evict_after as mcpserver takes it (0 there is
+// its default; never is negative).
+func evictAfter(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
 
 // inlineBytes is artifacts.inline_kb as mcpserver takes it (0 there is its
 // default; never inline is negative).

@@ -26,8 +26,9 @@ import (
 //     notifications/initialized is dropped after InitTimeout;
 //   - refusals in JSON-RPC form: no session id and not initialize (400,
 //     -32600), unknown method (-32601), bad JSON (400, -32700), too many
-//     sessions (503, -32000) — the SDK answers these in plain text or,
-//     for a request without a session id, runs it;
+//     sessions (503, -32000), unknown session (404, -32001) — the SDK
+//     answers these in plain text or, for a request without a session
+//     id, runs it;
 //   - cancellation: notifications/cancelled ends the cancelled call's POST
 //     stream, so its result is never sent (the SDK cancels the handler's
 //     context but still writes the response).
@@ -62,6 +63,20 @@ func (s *Server) Handler() http.Handler {
 		MaxRequestBodyBytes: s.opts.MaxBodyBytes})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sid := r.Header.Get("Mcp-Session-Id")
+		if sid != "" {
+			s.mu.Lock()
+			ms := s.live[sid]
+			s.mu.Unlock()
+			if ms == nil {
+				// Closed (DELETE, idle, evicted) or never made: the client
+				// starts again with initialize (HTTP 404, as the
+				// specification says).
+				writeRPCError(w, http.StatusNotFound, jsonrpc.ID{}, -32001, "session not found (closed, or never started): send initialize to start a new one")
+				return
+			}
+			ms.begin()
+			defer ms.end()
+		}
 		switch r.Method {
 		case http.MethodPost:
 			s.post(h, w, r, sid)
@@ -214,6 +229,20 @@ func idString(id jsonrpc.ID) string {
 func (s *Server) initialize(h http.Handler, w http.ResponseWriter, r *http.Request, id jsonrpc.ID) {
 	s.mu.Lock()
 	if s.admitted >= s.opts.MaxSessions {
+		victim := s.idlest()
+		s.mu.Unlock()
+		if victim != nil {
+			victim.setReason("evicted")
+			victim.ended() // its slot is this one's now
+			s.opts.Logger.Info("mcp session evicted for a new one", "session", victim.id(), "idle", time.Since(victim.seen()).Round(time.Second))
+			victim.mu.Lock()
+			ss := victim.ss
+			victim.mu.Unlock()
+			ss.Close()
+		}
+		s.mu.Lock()
+	}
+	if s.admitted >= s.opts.MaxSessions {
 		s.mu.Unlock()
 		s.opts.Metrics.MCPRefused()
 		w.Header().Set("Retry-After", "5")
@@ -224,7 +253,7 @@ func (s *Server) initialize(h http.Handler, w http.ResponseWriter, r *http.Reque
 	s.admitted++
 	s.mu.Unlock()
 	endGauge := s.opts.Metrics.SessionStarted("mcp")
-	ms := s.newSession(func() {
+	ms := s.newSession(func() { // once (newSession)
 		endGauge()
 		s.mu.Lock()
 		s.admitted--
@@ -237,14 +266,16 @@ func (s *Server) initialize(h http.Handler, w http.ResponseWriter, r *http.Reque
 	ms.mu.Unlock()
 	if ss == nil || ss.InitializeParams() == nil {
 		// Initialize failed (the SDK has closed the session) or never ran.
+		if ss != nil {
+			s.mu.Lock()
+			delete(s.live, ss.ID())
+			s.mu.Unlock()
+		}
 		ms.setReason("failed")
 		ms.close()
 		return
 	}
 	sid := ss.ID()
-	s.mu.Lock()
-	s.live[sid] = ms
-	s.mu.Unlock()
 	timer := time.AfterFunc(s.opts.InitTimeout, func() {
 		ms.mu.Lock()
 		ok := ms.initialized
@@ -263,6 +294,58 @@ func (s *Server) initialize(h http.Handler, w http.ResponseWriter, r *http.Reque
 		s.mu.Unlock()
 		ms.close()
 	}()
+}
+
+// idlest is the live session idle longest, with no request in progress
+// for at least EvictAfter; nil when there is none. Called under s.mu.
+func (s *Server) idlest() *session {
+	if s.opts.EvictAfter < 0 {
+		return nil
+	}
+	var best *session
+	var bestSeen time.Time
+	bestID := ""
+	for sid, ms := range s.live {
+		ms.mu.Lock()
+		seen, busy := ms.lastSeen, ms.inProgress > 0 || ms.ss == nil
+		ms.mu.Unlock()
+		if busy || time.Since(seen) < s.opts.EvictAfter {
+			continue
+		}
+		// The oldest; ties by id, so the choice does not follow map order.
+		if best == nil || seen.Before(bestSeen) || (seen.Equal(bestSeen) && sid < bestID) {
+			best, bestSeen, bestID = ms, seen, sid
+		}
+	}
+	return best
+}
+
+func (ms *session) begin() {
+	ms.mu.Lock()
+	ms.inProgress++
+	ms.mu.Unlock()
+}
+
+func (ms *session) end() {
+	ms.mu.Lock()
+	ms.inProgress--
+	ms.lastSeen = time.Now()
+	ms.mu.Unlock()
+}
+
+func (ms *session) seen() time.Time {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return ms.lastSeen
+}
+
+func (ms *session) id() string {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if ms.ss == nil {
+		return ""
+	}
+	return ms.ss.ID()
 }
 
 // writeRPCError answers with a JSON-RPC error response (id null when the

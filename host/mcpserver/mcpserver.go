@@ -50,6 +50,12 @@ type Options struct {
 	// long (the SDK's StreamableHTTPOptions.SessionTimeout). Default 30
 	// minutes.
 	IdleTimeout time.Duration
+	// EvictAfter: when MaxSessions are alive, an initialize closes the
+	// session idle longest, if it has had no request in progress for at
+	// least this long, instead of being refused (clients that leave
+	// without DELETE do not lock others out until IdleTimeout). Default 1
+	// minute; negative: never.
+	EvictAfter time.Duration
 	// MaxBodyBytes bounds one HTTP request body and one stdio line.
 	// Default 4 MiB.
 	MaxBodyBytes int64
@@ -101,6 +107,9 @@ func New(h *host.Host, opts *Options) *Server {
 	if s.opts.IdleTimeout <= 0 {
 		s.opts.IdleTimeout = 30 * time.Minute
 	}
+	if s.opts.EvictAfter == 0 {
+		s.opts.EvictAfter = time.Minute
+	}
 	if s.opts.MaxBodyBytes <= 0 {
 		s.opts.MaxBodyBytes = 4 << 20
 	}
@@ -139,14 +148,17 @@ type session struct {
 	ss          *mcp.ServerSession // set by initialize
 	initialized bool               // notifications/initialized came
 	closeOnce   sync.Once
-	reason      string // why it ended, for the metrics
-	ended       func() // frees what the session holds (slot, gauge)
+	reason      string    // why it ended, for the metrics
+	ended       func()    // frees what the session holds (slot, gauge); runs once
+	lastSeen    time.Time // the end of its last HTTP request
+	inProgress  int       // its HTTP requests in progress (a GET stream too)
 }
 
 // newSession is the MCP server of one new client session; ended runs
 // once when it closes.
 func (s *Server) newSession(ended func()) *session {
-	ms := &session{front: s, hs: s.host.NewSession(), registered: map[string]bool{}, ended: ended, reason: "ended"}
+	ms := &session{front: s, hs: s.host.NewSession(), registered: map[string]bool{}, ended: sync.OnceFunc(ended), reason: "ended",
+		lastSeen: time.Now()}
 	ms.srv = mcp.NewServer(s.implementation(), &mcp.ServerOptions{
 		Instructions: host.DefaultSystemPrompt,
 		Logger:       s.opts.Logger,
@@ -203,7 +215,15 @@ func (ms *session) onInitialize(next mcp.MethodHandler) mcp.MethodHandler {
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 			ms.mu.Lock()
 			ms.ss = ss
+			ms.lastSeen = time.Now()
 			ms.mu.Unlock()
+			if id := ss.ID(); id != "" {
+				// Known from here on: the client may send its next request
+				// as soon as it reads this result.
+				ms.front.mu.Lock()
+				ms.front.live[id] = ms
+				ms.front.mu.Unlock()
+			}
 		}
 		if ir, ok := res.(*mcp.InitializeResult); ok && ir.Capabilities != nil {
 			c := *ir.Capabilities

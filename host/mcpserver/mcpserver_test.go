@@ -694,3 +694,42 @@ func TestDispatcher(t *testing.T) {
 		t.Fatalf("dispatcher off: %d tools", len(list.Tools))
 	}
 }
+
+// TestEviction: when full, a new client takes the slot of the session
+// idle longest (past EvictAfter), never of one with a request in
+// progress, nor of one idle for less.
+func TestEviction(t *testing.T) {
+	h := testHost(t, nil)
+	s, url := serveMCP(t, h, &mcpserver.Options{MaxSessions: 2, EvictAfter: 300 * time.Millisecond})
+	old, busy := &raw{t: t, url: url}, &raw{t: t, url: url}
+	old.initialize(true)
+	busy.initialize(true)
+	done := make(chan []rpcMsg, 1)
+	go func() {
+		_, msgs := busy.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait_ms","arguments":{"ms":800}}}`)
+		done <- msgs
+	}()
+	// Both fresh: refused.
+	if resp, _ := (&raw{t: t, url: url}).post(initBody); resp.StatusCode != 503 {
+		t.Fatalf("while both are fresh: %d", resp.StatusCode)
+	}
+	time.Sleep(400 * time.Millisecond)
+	newer := &raw{t: t, url: url}
+	newer.initialize(true)
+	if resp, _ := old.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`); resp.StatusCode != 404 {
+		t.Fatalf("the idle session after eviction: %d", resp.StatusCode)
+	}
+	// One busy, one fresh: refused.
+	if resp, _ := (&raw{t: t, url: url}).post(initBody); resp.StatusCode != 503 {
+		t.Fatalf("with one busy and one fresh: %d", resp.StatusCode)
+	}
+	if msgs := <-done; len(msgs) != 1 || msgs[0].Error != nil {
+		t.Fatalf("the busy session's call: %+v", msgs)
+	}
+	if resp, _ := busy.post(`{"jsonrpc":"2.0","id":4,"method":"ping"}`); resp.StatusCode != 200 {
+		t.Fatalf("the busy session: %d", resp.StatusCode)
+	}
+	if s.Sessions() != 2 {
+		t.Fatalf("%d sessions", s.Sessions())
+	}
+}

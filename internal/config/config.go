@@ -127,6 +127,9 @@ type MCP struct {
 	InitTimeout time.Duration `koanf:"init_timeout"`
 	// IdleTimeout closes a session that sent no request this long.
 	IdleTimeout time.Duration `koanf:"idle_timeout"`
+	// EvictAfter: when full, initialize closes the session idle longest
+	// if it is idle at least this long; 0: never.
+	EvictAfter time.Duration `koanf:"evict_after"`
 	// Dispatcher adds the call_tool tool to every session, for clients
 	// that ignore notifications/tools/list_changed (docs/SERVING.md).
 	Dispatcher bool `koanf:"dispatcher"`
@@ -217,6 +220,7 @@ func Defaults() map[string]any {
 		"server.mcp.max_sessions": 256,
 		"server.mcp.init_timeout": "10s",
 		"server.mcp.idle_timeout": "30m",
+		"server.mcp.evict_after":  "1m",
 		"server.mcp.dispatcher":   false,
 		"artifacts.max_age":       "24h",
 		"artifacts.max_mb":        512,
@@ -458,6 +462,9 @@ func (l *Loaded) check() error {
 	}
 	if u := c.Server.PublicURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 		checks = append(checks, bad("server.public_url", "%q is not an http(s) URL", u))
+	}
+	if c.Server.MCP.EvictAfter < 0 {
+		checks = append(checks, bad("server.mcp.evict_after", "must not be negative (0: never evict)"))
 	}
 	if c.Artifacts.InlineKB < 0 {
 		checks = append(checks, bad("artifacts.inline_kb", "must not be negative (0: never inline)"))
