@@ -204,19 +204,45 @@ func Decode(data []byte) (*Manifest, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, Errors{{Reason: "empty manifest"}}
 	}
-	if err := checkStrict(data, manifestShape); err != nil {
-		return nil, Errors{err}
+	es, fatal := checkStrict(data, manifestShape)
+	if fatal {
+		return nil, es
 	}
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return nil, Errors{decodeError(err)}
+	if len(es) == 0 {
+		dec.DisallowUnknownFields()
 	}
-	if es := m.Validate(); len(es) > 0 {
+	if err := dec.Decode(&m); err != nil {
+		var te *json.UnmarshalTypeError
+		if len(es) == 0 || !errors.As(err, &te) {
+			return nil, append(es, decodeError(err))
+		}
+		// A value of the wrong type, reported above: the others were
+		// decoded and are validated as well.
+	}
+	// Every problem at once: the structural ones in file order, then the
+	// rules, except those about a field already reported.
+	for _, e := range m.Validate() {
+		if !coveredBy(e.Field, es) {
+			es = append(es, e)
+		}
+	}
+	if len(es) > 0 {
 		return nil, es
 	}
 	return &m, nil
+}
+
+// coveredBy reports whether field is, or lies inside, a field of es: a
+// value of the wrong type is not also reported as, say, missing.
+func coveredBy(field string, es Errors) bool {
+	for _, e := range es {
+		if e.Field == "" || field == e.Field || strings.HasPrefix(field, e.Field+".") || strings.HasPrefix(field, e.Field+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 // pathErrReason drops the path an *fs.PathError repeats.

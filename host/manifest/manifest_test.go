@@ -316,8 +316,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown limit", setIn("limits", "cpu_ms", 5), "limits.cpu_ms", "unknown field"},
 		{"unknown tool field", setTool(0, "color", "red"), "tools[0].color", "unknown field"},
 		{"unknown field in second tool", setTool(1, "params", obj{}), "tools[1].params", "unknown field"},
-		{"duplicate top-level key", []byte(`{"name": "a", "version": "1.0.0", "name": "b"}`), "name", "duplicate key"},
-		{"duplicate key spelled with an escape", []byte(`{"name": "a", "n\u0061me": "b"}`), "name", "duplicate key"},
+		{"duplicate top-level key", []byte(strings.Replace(baseManifest, `"version": "0.1.0",`, `"version": "0.1.0", "name": "b",`, 1)), "name", "duplicate key"},
+		{"duplicate key spelled with an escape", []byte(strings.Replace(baseManifest, `"version": "0.1.0",`, `"version": "0.1.0", "n\u0061me": "b",`, 1)), "name", "duplicate key"},
 		{"duplicate key in a tool", []byte(strings.Replace(baseManifest, `"name": "second",`, `"name": "second", "name": "third",`, 1)),
 			"tools[1].name", "duplicate key"},
 		{"duplicate key in a schema", []byte(strings.Replace(baseManifest, `{"type": "object",`, `{"type": "object", "type": "object",`, 1)),
@@ -475,6 +475,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty example", setTool(1, "examples", []any{"", "ok"}), "tools[1].examples[0]", "empty"},
 		{"example too long", setTool(0, "examples", []any{"ok", strings.Repeat("e", MaxExampleBytes+1)}), "tools[0].examples[1]", "longer than 512 bytes"},
 	}
+	thenErrors := map[string]string{
+		"100000 open brackets": "exceeded max depth",
+		"50000 open objects":   "exceeded max depth",
+	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
 		if seen[tt.name] {
@@ -487,7 +491,12 @@ func TestDecodeErrors(t *testing.T) {
 				t.Errorf("manifest returned with an error: %+v", m)
 			}
 			es := fieldErrors(t, err)
-			if len(es) != 1 {
+			if then := thenErrors[tt.name]; then != "" {
+				// The first error does not end the walk; the second does.
+				if len(es) != 2 || !strings.Contains(es[1].Reason, then) {
+					t.Fatalf("want a second error ...%s..., have %d:\n%v", then, len(es), err)
+				}
+			} else if len(es) != 1 {
 				t.Fatalf("want 1 error, have %d:\n%v", len(es), err)
 			}
 			e := es[0]
@@ -887,8 +896,57 @@ func ExampleDecode_invalid() {
 }
 
 func ExampleDecode_unknownField() {
-	_, err := Decode([]byte(`{"name": "weather", "colour": "blue"}`))
+	_, err := Decode([]byte(`{"name": "weather", "colour": "blue", "version": 1, "abi_version": 1,
+  "wasm": "weather.wasm", "sha256": "0000000000000000000000000000000000000000000000000000000000000000",
+  "tools": [{"name": "forecast", "description": "Forecast.", "keywords": "rain"}]}`))
 	fmt.Println(err)
 	// Output:
 	// colour: unknown field (line 1, column 29)
+	// version: want a string, have a number (line 1, column 51)
+	// tools[0].keywords: want an array, have a string (line 3, column 80)
+}
+
+// TestDecodeEveryProblem checks that one unknown field hides nothing: a
+// manifest with ten problems of every kind gets ten errors, the structural
+// ones in file order, then the rules', and none twice.
+func TestDecodeEveryProblem(t *testing.T) {
+	in := []byte(`{
+  "name": "Bad Name",
+  "colour": "blue",
+  "version": "1.0",
+  "abi_version": "1",
+  "wasm": "../x.wasm",
+  "sha256": "abc",
+  "capabilities": {"network": true, "log": "yes"},
+  "limits": {"timeout_ms": -1},
+  "tools": [
+    {"name": "first", "description": "The first tool.", "params": {}},
+    {"name": "first", "description": "", "description": "x", "keywords": "k"}
+  ]
+}`)
+	_, err := Decode(in)
+	es := fieldErrors(t, err)
+	want := []string{
+		"colour: unknown field (line 3",
+		"abi_version: want an integer, have a string (line 5",
+		"capabilities.network: unknown field (line 8",
+		"capabilities.log: want true or false, have a string (line 8",
+		"tools[0].params: unknown field (line 11",
+		"tools[1].description: duplicate key (line 12",
+		"tools[1].keywords: want an array, have a string (line 12",
+		`name: "Bad Name" is not a plugin name`,
+		`version: "1.0" is not a semantic version`,
+		`wasm: "../x.wasm": must be a clean path`,
+		"sha256: want 64 lowercase hex digits",
+		"limits.timeout_ms: -1 is out of range",
+		`tools[1].name: "first" clashes with tool "first"`,
+	}
+	if len(es) != len(want) {
+		t.Fatalf("want %d errors, have %d:\n%v", len(want), len(es), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(es[i].Error(), w) {
+			t.Errorf("error %d = %q, want %q...", i, es[i].Error(), w)
+		}
+	}
 }

@@ -84,25 +84,31 @@ var manifestShape = object(map[string]*shape{
 	})),
 })
 
-// checkStrict walks the JSON tokens of data and reports the first unknown
-// or duplicate key, value of the wrong type, or syntax error, with its path
-// and line:column.
-func checkStrict(data []byte, root *shape) *FieldError {
+// checkStrict walks the JSON tokens of data and reports every unknown or
+// duplicate key and every value of the wrong type, in file order, with its
+// path and line:column. The value of an unknown key or of the wrong type
+// is skipped and the walk goes on. A syntax error, data after the object
+// or nesting deeper than maxDepth ends the walk (fatal is then true):
+// nothing after it can be read.
+func checkStrict(data []byte, root *shape) (es Errors, fatal bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	w := walker{dec: dec, data: data}
-	if err := w.value(root, ""); err != nil {
-		return err
+	if err := w.value(root, "", 0); err != nil {
+		return append(w.errs, err), true
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return w.errAt("", "unexpected data after the manifest object")
+		return append(w.errs, w.errAt("", "unexpected data after the manifest object")), true
 	}
-	return nil
+	return w.errs, false
 }
 
+// walker reads one document. errs collects the problems that do not stop
+// it; a method returns the one that does.
 type walker struct {
 	dec  *json.Decoder
 	data []byte
+	errs Errors
 }
 
 func (w *walker) errAt(path, reason string) *FieldError {
@@ -133,11 +139,9 @@ func (w *walker) syntax(path string, err error) *FieldError {
 // maxDepth bounds nesting so hostile input cannot exhaust the stack.
 const maxDepth = 64
 
-func (w *walker) value(s *shape, path string) *FieldError {
-	return w.valueDepth(s, path, 0)
-}
-
-func (w *walker) valueDepth(s *shape, path string, depth int) *FieldError {
+// value walks one value of shape s at path. A value of the wrong kind is
+// recorded and skipped.
+func (w *walker) value(s *shape, path string, depth int) *FieldError {
 	if depth > maxDepth {
 		return w.errAt(path, fmt.Sprintf("nested deeper than %d levels", maxDepth))
 	}
@@ -147,7 +151,8 @@ func (w *walker) valueDepth(s *shape, path string, depth int) *FieldError {
 	}
 	if s != nil && !s.free && s.kind != kAny {
 		if reason := checkKind(tok, s.kind); reason != "" {
-			return w.errAt(path, reason)
+			w.errs = append(w.errs, w.errAt(path, reason))
+			return w.skipRest(tok, path)
 		}
 	}
 	switch tok {
@@ -160,24 +165,28 @@ func (w *walker) valueDepth(s *shape, path string, depth int) *FieldError {
 			}
 			key, _ := kt.(string)
 			kp := join(path, key)
-			if seen[key] {
-				return w.errAt(kp, "duplicate key")
-			}
-			seen[key] = true
-			var child *shape
+			child := freeShape
 			switch {
-			case s == nil || s.free:
-				child = freeShape
-			case s.keys != nil:
+			case seen[key]:
+				w.errs = append(w.errs, w.errAt(kp, "duplicate key"))
+				if err := w.skip(kp); err != nil {
+					return err
+				}
+				continue
+			case s != nil && !s.free && s.keys != nil:
 				c, ok := s.keys[key]
 				if !ok {
-					return w.errAt(kp, "unknown field")
+					seen[key] = true
+					w.errs = append(w.errs, w.errAt(kp, "unknown field"))
+					if err := w.skip(kp); err != nil {
+						return err
+					}
+					continue
 				}
 				child = c
-			default:
-				child = freeShape
 			}
-			if err := w.valueDepth(child, kp, depth+1); err != nil {
+			seen[key] = true
+			if err := w.value(child, kp, depth+1); err != nil {
 				return err
 			}
 		}
@@ -191,7 +200,7 @@ func (w *walker) valueDepth(s *shape, path string, depth int) *FieldError {
 			if s != nil && !s.free && s.items != nil {
 				child = s.items
 			}
-			if err := w.valueDepth(child, path+"["+strconv.Itoa(i)+"]", depth+1); err != nil {
+			if err := w.value(child, path+"["+strconv.Itoa(i)+"]", depth+1); err != nil {
 				return err
 			}
 			i++
@@ -201,6 +210,37 @@ func (w *walker) valueDepth(s *shape, path string, depth int) *FieldError {
 		}
 	}
 	return nil
+}
+
+// skip reads past one value without looking at its shape.
+func (w *walker) skip(path string) *FieldError {
+	tok, err := w.dec.Token()
+	if err != nil {
+		return w.syntax(path, err)
+	}
+	return w.skipRest(tok, path)
+}
+
+// skipRest reads past the rest of the value tok began. It keeps a count,
+// not a stack of calls, so any nesting costs nothing but the decoder's own
+// state; the document's syntax is still checked.
+func (w *walker) skipRest(tok json.Token, path string) *FieldError {
+	depth := 0
+	for {
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+		var err error
+		if tok, err = w.dec.Token(); err != nil {
+			return w.syntax(path, err)
+		}
+	}
 }
 
 func join(path, key string) string {
