@@ -16,10 +16,10 @@ import (
 
 func cmdCall(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("call", stderr)
-	dir := fs.String("plugins", defaultPluginDir(), "plugin directory")
+	dir := fs.String("plugins", "", pluginDirUsage)
 	cacheDir := fs.String("cache-dir", "", "compilation cache directory (default: the user cache directory; \"off\": none)")
 	asJSON := fs.Bool("json", false, "print the whole ABI result as JSON")
-	grantsPath := fs.String("grants", "", "operator grants, caps and databases `FILE` (JSON; see docs/RUNTIME.md); default: the bundled plugins' grants for the bundled directory, else nothing")
+	grantsPath := fs.String("grants", "", "operator grants, caps and databases `FILE` (JSON; see docs/RUNTIME.md); default: the plugin directory's own "+catalog.GrantsFile+", else nothing")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolshed call [--plugins DIR] [--grants FILE] [--json] TOOL 'JSON-ARGS'")
 		fs.PrintDefaults()
@@ -39,7 +39,10 @@ func cmdCall(args []string, stdout, stderr io.Writer) error {
 	if !json.Valid([]byte(argJSON)) {
 		return fmt.Errorf("arguments are not valid JSON: %s", argJSON)
 	}
-	snap, err := catalog.Load(*dir, nil)
+	if *dir, err = pluginDir(*dir); err != nil {
+		return err
+	}
+	snap, err := loadCatalog(*dir, nil)
 	if err != nil {
 		return err
 	}
@@ -53,7 +56,7 @@ func cmdCall(args []string, stdout, stderr io.Writer) error {
 	if inside(*cacheDir, *dir) {
 		return fmt.Errorf("--cache-dir %s is inside the plugin directory %s: compiled code must live in a host-owned directory", *cacheDir, *dir)
 	}
-	op, err := loadOperator(*dir, *grantsPath, *dir == defaultPluginDir())
+	op, err := loadOperator(*dir, *grantsPath)
 	if err != nil {
 		return err
 	}

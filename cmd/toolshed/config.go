@@ -32,7 +32,7 @@ type configFlag struct {
 // configFlags are the flags that map to configuration keys; commands pick
 // the ones they take.
 var configFlags = map[string]configFlag{
-	"plugins":      {key: "plugins.dir", usage: "plugin directory"},
+	"plugins":      {key: "plugins.dir", usage: pluginDirUsage},
 	"grants":       {key: "plugins.grants", usage: "operator grants, caps and databases `FILE` (docs/RUNTIME.md)"},
 	"watch":        {key: "plugins.watch", usage: "reload the plugin directory when it changes"},
 	"poll":         {key: "plugins.poll", usage: "also rescan the plugin directory this often (file systems without events); 0: never"},
@@ -57,6 +57,9 @@ var configFlags = map[string]configFlag{
 type cmdConfig struct {
 	fs   *flag.FlagSet
 	file *string
+	// keepDir leaves plugins.dir as configured ("config print"); other
+	// commands resolve "" to the bundled catalog (pluginDir).
+	keepDir bool
 }
 
 // addConfigFlags registers --config and the named configuration flags,
@@ -128,7 +131,14 @@ func (c *cmdConfig) load() (*config.Loaded, error) {
 	if ferr != nil {
 		return nil, ferr
 	}
-	return config.Load(config.Source{File: *c.file, Env: os.Environ(), Flags: flags})
+	l, err := config.Load(config.Source{File: *c.file, Env: os.Environ(), Flags: flags})
+	if err != nil || c.keepDir {
+		return l, err
+	}
+	if l.Config.Plugins.Dir, err = pluginDir(l.Config.Plugins.Dir); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // newConfigLogger is the log of long-running commands: the configured
@@ -222,9 +232,12 @@ func newAgent(cfg *config.Config, snapshot func() *catalog.Snapshot, log *slog.L
 	if err != nil {
 		return nil, err
 	}
-	op, err := loadOperator(cfg.Plugins.Dir, cfg.Plugins.Grants, cfg.Plugins.Dir == defaultPluginDir())
+	op, err := loadOperator(cfg.Plugins.Dir, cfg.Plugins.Grants)
 	if err != nil {
 		return nil, err
+	}
+	if op.source != "" {
+		log.Info("plugin grants", "file", op.source)
 	}
 	op.withLimits(cfg.Limits)
 	wopts := op.options(cfg.Plugins.CacheDir, cfg.Plugins.Pool, stderr)
@@ -293,6 +306,7 @@ func cmdConfigCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	slices.Sort(names)
 	cc := addConfigFlags(fs, names...)
+	cc.keepDir = true
 	if _, err := parse(fs, args[1:]); err != nil {
 		return err
 	}

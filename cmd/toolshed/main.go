@@ -158,9 +158,3 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func defaultPluginDir() string {
-	if d := os.Getenv("TOOLSHED_PLUGINS"); d != "" {
-		return d
-	}
-	return "plugin-manifests"
-}

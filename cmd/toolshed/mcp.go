@@ -27,7 +27,7 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		logCfg.Level = "warn" // an MCP client shows stderr to its user
 	}
 	log := newConfigLogger(logCfg, stderr)
-	snap, err := catalog.Load(cfg.Plugins.Dir, nil)
+	snap, err := loadCatalog(cfg.Plugins.Dir, nil)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/sqlcap"
 	"github.com/toolshed/toolshed/host/wasm"
 	"github.com/toolshed/toolshed/internal/config"
@@ -31,6 +32,7 @@ type operator struct {
 	caps   wasm.Caps
 	grants map[string]wasm.Grants
 	sql    *sqlcap.Service
+	source string // the grants file read, if any
 }
 
 func (o *operator) close() {
@@ -39,31 +41,22 @@ func (o *operator) close() {
 	}
 }
 
-// bundledGrants are the grants the bundled plugins get when the plugin
-// directory is the bundled one and no grants file is given: the demo
-// database for sql, an artifact directory for chart, the sample glossary,
-// logging for textkit. Any other plugin still gets nothing.
-func bundledGrants(pluginDir string) map[string]wasm.Grants {
-	data := dataDir()
-	g := map[string]wasm.Grants{
-		"sql":     {SQL: "default", Log: true},
-		"chart":   {Artifacts: filepath.Join(data, "artifacts"), Log: true},
-		"textkit": {Log: true},
-	}
-	if st, err := os.Stat(filepath.Join(pluginDir, "glossary-data")); err == nil && st.IsDir() {
-		g["glossary"] = wasm.Grants{Mounts: map[string]string{"glossary": filepath.Join(pluginDir, "glossary-data")}}
-	}
-	return g
-}
-
-// loadOperator reads the grants file, or applies the bundled defaults when
-// there is none and the plugin directory is the default one. Databases
-// are opened read-only; the embedded demo database is created on first use.
-func loadOperator(pluginDir, grantsPath string, defaultDir bool) (*operator, error) {
+// loadOperator reads the operator's grants file, else the plugin
+// directory's own (catalog.GrantsFile: the bundled catalog carries its
+// plugins' grants that way, so they follow the folder however its path is
+// spelled), else grants nothing. Databases are opened read-only; the
+// embedded demo database is created on first use. "default" as a
+// plugin's artifacts directory is DATA/artifacts (dataDir).
+func loadOperator(pluginDir, grantsPath string) (*operator, error) {
 	o := &operator{grants: map[string]wasm.Grants{}}
 	dbs := map[string]sqlcap.Database{}
-	switch {
-	case grantsPath != "":
+	if grantsPath == "" {
+		own := filepath.Join(pluginDir, catalog.GrantsFile)
+		if _, err := os.Lstat(own); err == nil {
+			grantsPath = own
+		}
+	}
+	if grantsPath != "" {
 		f, err := wasm.ReadGrantsFile(grantsPath)
 		if err != nil {
 			return nil, err
@@ -78,8 +71,13 @@ func loadOperator(pluginDir, grantsPath string, defaultDir bool) (*operator, err
 			}
 			dbs[name] = sqlcap.Database{Name: name, Driver: d.Driver, DSN: dsn, AllowPrivileged: d.AllowPrivileged}
 		}
-	case defaultDir:
-		o.grants = bundledGrants(pluginDir)
+		for name, g := range o.grants {
+			if g.Artifacts == "default" {
+				g.Artifacts = filepath.Join(dataDir(), "artifacts")
+				o.grants[name] = g
+			}
+		}
+		o.source = grantsPath
 	}
 	needDemo := false
 	for _, g := range o.grants {

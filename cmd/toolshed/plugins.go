@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -19,9 +21,19 @@ import (
 	"github.com/toolshed/toolshed/host/wasm"
 )
 
+const pluginsUsage = `usage: toolshed plugins list [--plugins DIR] [--json]
+       toolshed plugins validate [--compile] [DIR | --plugins DIR]
+       toolshed plugins pin [--grants FILE] MANIFEST.json...
+       toolshed plugins new [--lang go|c] [--sdk DIR] NAME
+       toolshed plugins push REF MANIFEST.json
+       toolshed plugins pull REF [DIR]
+
+Run "toolshed plugins COMMAND -h" for a command's flags.
+`
+
 func cmdPlugins(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: toolshed plugins list [--plugins DIR] [--json]\n       toolshed plugins validate DIR\n       toolshed plugins pin [--grants FILE] MANIFEST.json...\n       toolshed plugins push REF MANIFEST.json\n       toolshed plugins pull REF [DIR]")
+		fmt.Fprint(stderr, pluginsUsage)
 		return errUsage
 	}
 	switch args[0] {
@@ -33,8 +45,13 @@ func cmdPlugins(args []string, stdout, stderr io.Writer) error {
 		return pluginsPin(args[1:], stdout, stderr)
 	case "push", "pull":
 		return pluginsRegistry(args[0], args[1:], stdout, stderr)
+	case "new":
+		return pluginsNew(args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, pluginsUsage)
+		return nil
 	default:
-		fmt.Fprintf(stderr, "toolshed plugins: unknown command %q (want list, validate, pin, push or pull)\n", args[0])
+		fmt.Fprintf(stderr, "toolshed plugins: unknown command %q\n\n%s", args[0], pluginsUsage)
 		return errUsage
 	}
 }
@@ -59,7 +76,7 @@ type errorJSON struct {
 
 func pluginsList(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("plugins list", stderr)
-	dir := fs.String("plugins", defaultPluginDir(), "plugin directory")
+	dir := fs.String("plugins", "", pluginDirUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -69,7 +86,10 @@ func pluginsList(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "usage: toolshed plugins list [--plugins DIR] [--json]")
 		return errUsage
 	}
-	snap, err := catalog.Load(*dir, nil)
+	if *dir, err = pluginDir(*dir); err != nil {
+		return err
+	}
+	snap, err := loadCatalog(*dir, nil)
 	if err != nil {
 		return err
 	}
@@ -105,41 +125,123 @@ func pluginsList(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name(), p.Manifest.Version, strings.Join(names, ", "))
 	}
 	tw.Flush()
-	fmt.Fprintf(stdout, "%d plugins, %d tools in %s\n", len(snap.Plugins), len(snap.Tools), snap.Dir)
+	fmt.Fprintf(stdout, "%s, %s in %s\n", plural(len(snap.Plugins), "plugin"), plural(len(snap.Tools), "tool"), snap.Dir)
 	for _, e := range snap.Errors {
 		fmt.Fprintf(stdout, "failed: %s\n", indent(e.Error()))
 	}
 	return nil
 }
 
+// pluginsValidate loads a plugin directory as serve does (admission) and
+// prints one verdict per manifest in file-name order: ok, or every problem
+// of the file. --compile also compiles each admitted module as serve does
+// when one of its tools is first needed. The folder's own grants file, if
+// any, must load too.
 func pluginsValidate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("plugins validate", stderr)
+	dirFlag := fs.String("plugins", "", pluginDirUsage)
+	compile := fs.Bool("compile", false, "also compile every module (slower; what serve does when a tool is first needed)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolshed plugins validate [--compile] [DIR | --plugins DIR]\n\n"+
+			"Checks every manifest and module of DIR with serve's rules: the manifest is valid, its module\n"+
+			"is there, matches its sha256 and exports the ABI; exits 1 if any fails.")
+		fs.PrintDefaults()
+	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: toolshed plugins validate DIR")
+	if len(pos) > 1 || (len(pos) == 1 && *dirFlag != "") {
+		fs.Usage()
 		return errUsage
 	}
-	snap, err := catalog.Load(pos[0], nil)
+	dir := *dirFlag
+	if len(pos) == 1 {
+		dir = pos[0]
+	}
+	if dir, err = pluginDir(dir); err != nil {
+		return err
+	}
+	snap, err := loadCatalog(dir, nil)
 	if err != nil {
 		return err
 	}
-	for _, p := range snap.Plugins {
-		fmt.Fprintf(stdout, "ok      %s (%s %s, %d tools)\n", p.ManifestPath, p.Name(), p.Manifest.Version, len(p.Tools))
+	type verdict struct {
+		file string
+		ok   string
+		err  string
+	}
+	var out []verdict
+	failed := 0
+	if *compile {
+		rt, err := wasm.New(&wasm.Options{PoolSize: -1, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			return err
+		}
+		defer rt.Close(context.Background())
+		for _, p := range snap.Plugins {
+			pl, err := rt.Plugin(p)
+			if err == nil {
+				err = pl.Compile(context.Background())
+			}
+			if err != nil {
+				out = append(out, verdict{file: p.ManifestPath, err: p.ManifestPath + ": " + err.Error()})
+				failed++
+				continue
+			}
+			out = append(out, verdict{file: p.ManifestPath, ok: fmt.Sprintf("%s (%s %s, %s, compiled)", p.ManifestPath, p.Name(), p.Manifest.Version, plural(len(p.Tools), "tool"))})
+		}
+	} else {
+		for _, p := range snap.Plugins {
+			out = append(out, verdict{file: p.ManifestPath, ok: fmt.Sprintf("%s (%s %s, %s)", p.ManifestPath, p.Name(), p.Manifest.Version, plural(len(p.Tools), "tool"))})
+		}
 	}
 	for _, e := range snap.Errors {
-		fmt.Fprintf(stdout, "FAILED  %s\n", indent(e.Error()))
+		msg := e.Error()
+		if !strings.HasPrefix(msg, e.File+": ") {
+			msg = e.File + ": " + msg
+		}
+		out = append(out, verdict{file: e.File, err: msg})
+		failed++
 	}
-	if len(snap.Errors) > 0 {
-		return &exitError{code: 1, msg: fmt.Sprintf("%d of %d manifests failed", len(snap.Errors), len(snap.Errors)+len(snap.Plugins))}
+	if own := filepath.Join(dir, catalog.GrantsFile); fileExists(own) {
+		if _, _, err := wasm.LoadGrants(own); err != nil {
+			out = append(out, verdict{file: own, err: err.Error()})
+			failed++
+		} else {
+			out = append(out, verdict{file: own, ok: own + " (the folder's grants)"})
+		}
 	}
-	if len(snap.Plugins) == 0 {
-		return &exitError{code: 1, msg: "no manifest (*.json) in " + pos[0]}
+	slices.SortStableFunc(out, func(a, b verdict) int { return strings.Compare(a.file, b.file) })
+	for _, v := range out {
+		if v.err != "" {
+			fmt.Fprintf(stdout, "FAILED  %s\n", indent(v.err))
+		} else {
+			fmt.Fprintf(stdout, "ok      %s\n", v.ok)
+		}
 	}
-	fmt.Fprintf(stdout, "%d manifests, %d tools: all valid\n", len(snap.Plugins), len(snap.Tools))
+	total := len(snap.Plugins) + len(snap.Errors)
+	if failed > 0 {
+		return &exitError{code: 1, msg: fmt.Sprintf("%d of %s failed", failed, plural(len(out), "file"))}
+	}
+	if total == 0 {
+		return &exitError{code: 1, msg: "no manifest (*.json) in " + dir}
+	}
+	fmt.Fprintf(stdout, "%s, %s: all valid\n", plural(len(snap.Plugins), "manifest"), plural(len(snap.Tools), "tool"))
 	return nil
+}
+
+// plural writes a count and a noun, in the plural unless the count is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 var sha256Field = regexp.MustCompile(`("sha256"\s*:\s*")([0-9a-fA-F]*)(")`)

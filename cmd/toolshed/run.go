@@ -58,7 +58,7 @@ func buildAgent(cc *cmdConfig, stderr io.Writer) (*agent, error) {
 		logCfg.Level = "error"
 	}
 	log := newConfigLogger(logCfg, stderr)
-	snap, err := catalog.Load(cfg.Plugins.Dir, nil)
+	snap, err := loadCatalog(cfg.Plugins.Dir, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ type searchResult struct {
 func cmdSearch(args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	fs := newFlags("search", stderr)
-	dir := fs.String("plugins", defaultPluginDir(), "plugin directory")
+	dir := fs.String("plugins", "", pluginDirUsage)
 	limit := fs.Int("limit", search.DefaultLimit, "number of results")
 	asJSON := fs.Bool("json", false, "print JSON")
 	stats := fs.Bool("stats", false, "print timings and heap to stderr")
@@ -51,7 +51,10 @@ func cmdSearch(args []string, stdout, stderr io.Writer) error {
 	if *zhDict != "" {
 		cfg.Chinese = search.NewSegmenter(*zhDict)
 	}
-	snap, err := catalog.Load(*dir, &catalog.Options{Search: cfg})
+	if *dir, err = pluginDir(*dir); err != nil {
+		return err
+	}
+	snap, err := loadCatalog(*dir, cfg)
 	if err != nil {
 		return err
 	}

@@ -366,7 +366,7 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 	}
 	var rt *wasm.Host
 	var mu sync.Mutex
-	live, err := catalog.NewLive(cfg.Plugins.Dir, catalog.LiveOptions{Logger: log, OnChange: func(_, snap *catalog.Snapshot) {
+	live, err := catalog.NewLive(cfg.Plugins.Dir, catalog.LiveOptions{Search: admission(nil), Logger: log, OnChange: func(_, snap *catalog.Snapshot) {
 		mu.Lock()
 		defer mu.Unlock()
 		if rt != nil {

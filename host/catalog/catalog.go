@@ -85,8 +85,13 @@ type Options struct {
 	Search *search.Config
 	// RequireModules admits a plugin only when its module is there and
 	// matches the manifest's sha256 (hot reload: a unit being copied is
-	// not complete yet). This reads the modules; plain loads do not.
+	// not complete yet), and passes CheckModule. This reads the modules;
+	// plain loads do not.
 	RequireModules bool
+	// CheckModule, with RequireModules, also judges the module's bytes
+	// (wasm.CheckModule: its ABI exports and imports); a module it refuses
+	// keeps its plugin out. Nil accepts any bytes.
+	CheckModule func(code []byte) error
 	// Previous is the snapshot being replaced (of the same directory): a
 	// manifest that now fails (or whose unit is incomplete) keeps its
 	// previous version live; a file keeps the plugin name it held; a
@@ -98,10 +103,16 @@ type Options struct {
 	Reserved []string
 }
 
+// GrantsFile is the name of a plugin directory's own grants: the grants
+// file (host/wasm.GrantsFile) the command line applies to the folder's
+// plugins when the operator gives none. It is not a manifest.
+const GrantsFile = "_grants.json"
+
 // IsManifestName reports whether a file name in a plugin directory is a
-// manifest: NAME.json, not hidden and not an editor's temporary file.
+// manifest: NAME.json, not hidden, not an editor's temporary file and not
+// the folder's GrantsFile.
 func IsManifestName(name string) bool {
-	if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "#") || strings.HasSuffix(name, "~") {
+	if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "#") || strings.HasSuffix(name, "~") || name == GrantsFile {
 		return false
 	}
 	return strings.HasSuffix(name, ".json") && len(name) > len(".json")
@@ -303,9 +314,14 @@ func LoadFS(fsys fs.FS, dir string, opts *Options) (*Snapshot, error) {
 		if opts.RequireModules {
 			if old := c.old; old != nil && old.Manifest.SHA256 == m.SHA256 && old.Manifest.Version == m.Version {
 				// Unchanged pin: the module was checked when it was admitted.
-			} else if _, err := p.ReadModule(); err != nil {
-				fail(c.file, fmt.Errorf("unit not complete yet: %w", err))
+			} else if code, err := p.ReadModule(); err != nil {
+				fail(c.file, fmt.Errorf("%w; the plugin is left out until its module is there and matches", err))
 				continue
+			} else if opts.CheckModule != nil {
+				if err := opts.CheckModule(code); err != nil {
+					fail(c.file, fmt.Errorf("plugin %q: module %s: %w", m.Name, p.ModulePath, err))
+					continue
+				}
 			}
 		}
 		add(p)

@@ -65,7 +65,7 @@ func TestLiveReload(t *testing.T) {
 	// A manifest whose module is not there yet is not admitted.
 	write(t, dir, "beta.json", manifestJSON("beta", strings.Repeat("a", 64), "betaTool"))
 	l.Reload()
-	if has(l, "betaTool") || len(l.Snapshot().Errors) != 1 || !strings.Contains(l.Snapshot().Errors[0].Error(), "unit not complete yet") {
+	if has(l, "betaTool") || len(l.Snapshot().Errors) != 1 || !strings.Contains(l.Snapshot().Errors[0].Error(), "the plugin is left out until its module is there and matches") {
 		t.Fatalf("incomplete unit: %v", l.Snapshot().Errors)
 	}
 	// A broken update keeps the old version serving.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -156,6 +157,9 @@ func (p *Plugin) compile(ctx context.Context) error {
 		}
 		return fmt.Errorf("plugin %q: module %s is not valid WebAssembly: %w", p.name, p.cat.ModulePath, err)
 	}
+	if err := CheckModule(code); err != nil {
+		return fmt.Errorf("plugin %q: module %s: %w", p.name, p.cat.ModulePath, err)
+	}
 	p.image, p.splitWhy = nil, ""
 	if p.host.noSplit {
 		p.splitWhy = "split off (measurement)"
@@ -180,9 +184,6 @@ func (p *Plugin) compile(ctx context.Context) error {
 	if err != nil {
 		return fail(fmt.Errorf("module %s is not valid WebAssembly: %w", p.cat.ModulePath, err))
 	}
-	if err := checkModule(cm); err != nil {
-		return fail(err)
-	}
 	if err := instantiateWASI(ctx, rt, p.recordRandom); err != nil {
 		return fail(err)
 	}
@@ -202,42 +203,86 @@ func (p *Plugin) compile(ctx context.Context) error {
 	return nil
 }
 
-// checkModule refuses modules that cannot be ABI v1 plugins before any of
-// their code runs.
-func checkModule(cm wazero.CompiledModule) error {
-	exports := cm.ExportedFunctions()
-	if _, ok := exports["_start"]; ok {
+// CheckModule applies the rules a module must pass to be a plugin of this
+// host, read from its bytes without compiling them: it is a reactor (no
+// _start), exports toolshed_abi_version () -> i32, toolshed_alloc (i32)
+// -> i32, toolshed_call (i32, i32) -> i64 and a memory, optionally
+// toolshed_request_buffer () -> i64, and imports nothing but WASI preview
+// 1 and the host module. Serving, "plugins validate" and the compile step
+// all use it (catalog.Options.CheckModule), so they agree on every module.
+// The version the module speaks is known only by running it, at its first
+// instance. CheckModule is safe for concurrent use.
+func CheckModule(code []byte) error {
+	in, err := wasmcheck.ReadInterface(code)
+	if err != nil {
+		return fmt.Errorf("not valid WebAssembly: %w", err)
+	}
+	if _, ok := in.Export("_start"); ok {
 		return errors.New("module is a command (it exports _start); build it as a reactor: -buildmode=c-shared")
 	}
-	want := map[string][2]int{ // name → params, results
-		abi.ExportVersion: {0, 1},
-		abi.ExportAlloc:   {1, 1},
-		abi.ExportCall:    {2, 1},
+	i32, i64 := wasmcheck.I32, wasmcheck.I64
+	want := []struct {
+		name            string
+		params, results []wasmcheck.ValueType
+		optional        bool
+	}{
+		{abi.ExportVersion, nil, []wasmcheck.ValueType{i32}, false},
+		{abi.ExportAlloc, []wasmcheck.ValueType{i32}, []wasmcheck.ValueType{i32}, false},
+		{abi.ExportCall, []wasmcheck.ValueType{i32, i32}, []wasmcheck.ValueType{i64}, false},
+		{abi.ExportRequestBuffer, nil, []wasmcheck.ValueType{i64}, true},
 	}
-	for name, shape := range want {
-		f, ok := exports[name]
-		if !ok {
-			return fmt.Errorf("module does not export %s: it is not a Toolshed ABI v%d plugin", name, abi.Version)
-		}
-		if len(f.ParamTypes()) != shape[0] || len(f.ResultTypes()) != shape[1] {
-			return fmt.Errorf("export %s has the wrong signature", name)
-		}
-	}
-	if f, ok := exports[abi.ExportRequestBuffer]; ok { // optional
-		if len(f.ParamTypes()) != 0 || len(f.ResultTypes()) != 1 || f.ResultTypes()[0] != api.ValueTypeI64 {
-			return fmt.Errorf("export %s has the wrong signature", abi.ExportRequestBuffer)
+	for _, w := range want {
+		e, ok := in.Export(w.name)
+		switch {
+		case !ok && w.optional:
+		case !ok:
+			return fmt.Errorf("module does not export %s: it is not a Toolshed ABI v%d plugin", w.name, abi.Version)
+		case e.Func == nil || !slices.Equal(e.Func.Params, w.params) || !slices.Equal(e.Func.Results, w.results):
+			return fmt.Errorf("export %s has the wrong signature (want %s)", w.name, signature(w.params, w.results))
 		}
 	}
-	if len(cm.ExportedMemories()) == 0 {
+	memory := false
+	for _, e := range in.Exports {
+		memory = memory || e.Kind == 0x02
+	}
+	if !memory {
 		return errors.New("module exports no memory")
 	}
-	for _, f := range cm.ImportedFunctions() {
-		mod, name, _ := f.Import()
-		if mod != wasi_snapshot_preview1.ModuleName && mod != abi.HostModule {
-			return fmt.Errorf("module imports %s.%s, which this host does not provide", mod, name)
+	for _, im := range in.Imports {
+		if im.Kind != 0x00 {
+			return fmt.Errorf("module imports %s.%s, which is not a function; this host provides only functions", im.Module, im.Name)
+		}
+		if im.Module != wasi_snapshot_preview1.ModuleName && im.Module != abi.HostModule {
+			return fmt.Errorf("module imports %s.%s, which this host does not provide", im.Module, im.Name)
 		}
 	}
 	return nil
+}
+
+// signature writes a function type as "(i32, i32) -> i64".
+func signature(params, results []wasmcheck.ValueType) string {
+	names := func(ts []wasmcheck.ValueType) string {
+		var b strings.Builder
+		for i, t := range ts {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			switch t {
+			case wasmcheck.I32:
+				b.WriteString("i32")
+			case wasmcheck.I64:
+				b.WriteString("i64")
+			default:
+				fmt.Fprintf(&b, "%#x", byte(t))
+			}
+		}
+		return b.String()
+	}
+	out := "(" + names(params) + ")"
+	if len(results) > 0 {
+		out += " -> " + names(results)
+	}
+	return out
 }
 
 // instance is one instantiation of a plugin's module.

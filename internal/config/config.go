@@ -179,7 +179,7 @@ func Defaults() map[string]any {
 		"search.limit":            5,
 		"search.budget":           8,
 		"search.min_score":        0.0,
-		"plugins.dir":             "plugin-manifests",
+		"plugins.dir":             "",
 		"plugins.grants":          "",
 		"plugins.watch":           true,
 		"plugins.poll":            "2s",
