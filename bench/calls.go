@@ -6,16 +6,19 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"time"
 
 	"github.com/toolshed/toolshed/bench/echo"
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/wasm"
+	"github.com/toolshed/toolshed/internal/wasmbuild"
 )
 
 // Plugin call cost: the same tool logic (package echo) called natively,
@@ -25,16 +28,17 @@ import (
 // echoPlugin is the echo tool built for the benchmark: a plugin directory
 // with its manifest and module, and the per-call executable.
 type echoPlugin struct {
-	dir  string // plugin directory: echo.json + echo.wasm
-	cli  string // the executable
-	snap *catalog.Snapshot
-	tool *catalog.Tool
+	moduleDir string // the bench module's directory
+	dir       string // plugin directory: echo.json + echo.wasm
+	cli       string // the executable
+	snap      *catalog.Snapshot
+	tool      *catalog.Tool
 }
 
 // buildEcho compiles echo/wasm and echo/cli with the standard toolchain
 // into tmp. moduleDir is the bench module's directory.
 func buildEcho(moduleDir, tmp string) (*echoPlugin, error) {
-	e := &echoPlugin{dir: filepath.Join(tmp, "plugins"), cli: filepath.Join(tmp, "echo-cli")}
+	e := &echoPlugin{moduleDir: moduleDir, dir: filepath.Join(tmp, "plugins"), cli: filepath.Join(tmp, "echo-cli")}
 	if err := os.MkdirAll(e.dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -249,6 +253,18 @@ func callCost(e *echoPlugin, tmp string, n int) ([]callRow, error) {
 	}
 	rows = append(rows, stats("wasm, session's first call (no pool, fresh instances)", lat))
 
+	// The same echo in C (the C SDK's example, clang + wasi-libc), warm:
+	// what the ABI itself costs without Go's runtime in the guest. Left
+	// out, with a note, where the toolchain is missing.
+	switch row, err := cEchoWarm(e, tmp, 5*n, want); {
+	case errors.Is(err, wasmbuild.ErrNoC):
+		fmt.Fprintf(os.Stderr, "calls: no C row: %v\n", err)
+	case err != nil:
+		return nil, err
+	default:
+		rows = append(rows, row)
+	}
+
 	native, warm := rows[0].Mean, rows[1].Mean
 	for i := range rows {
 		rows[i].VsNative = float64(rows[i].Mean) / float64(native)
@@ -263,4 +279,69 @@ func waitInstances(h *wasm.Host, n uint64) {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && h.Stats().Instantiations < n; {
 		time.Sleep(200 * time.Microsecond)
 	}
+}
+
+// cWay names the C plugin's row; reading.go finds it by this name.
+const cWay = "wasm, C plugin (clang + wasi-libc), warm instance"
+
+// cEchoWarm builds the C SDK's example echo (sdk/c/examples/echo) beside
+// the Go one and times n warm calls, after checking it answers what the
+// native function does.
+func cEchoWarm(e *echoPlugin, tmp string, n int, want []byte) (callRow, error) {
+	ctx := context.Background()
+	sdk := filepath.Join(filepath.Dir(e.moduleDir), "sdk", "c")
+	dir := filepath.Join(tmp, "cplugins")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return callRow{}, err
+	}
+	if err := wasmbuild.CompileC(filepath.Join(dir, "echo.wasm"), filepath.Join(sdk, "toolshed"), filepath.Join(sdk, "examples", "echo", "echo.c")); err != nil {
+		return callRow{}, err
+	}
+	code, err := os.ReadFile(filepath.Join(dir, "echo.wasm"))
+	if err != nil {
+		return callRow{}, err
+	}
+	man, err := os.ReadFile(filepath.Join(sdk, "examples", "echo", "echo.json"))
+	if err != nil {
+		return callRow{}, err
+	}
+	sum := sha256.Sum256(code)
+	man = regexp.MustCompile(`"sha256": "[0-9a-f]*"`).ReplaceAll(man, []byte(`"sha256": "`+hex.EncodeToString(sum[:])+`"`))
+	if err := os.WriteFile(filepath.Join(dir, "echo.json"), man, 0o644); err != nil {
+		return callRow{}, err
+	}
+	snap, err := catalog.Load(dir, &catalog.Options{RequireModules: true, CheckModule: wasm.CheckModule})
+	if err != nil {
+		return callRow{}, err
+	}
+	tool, ok := snap.Tool("echo")
+	if !ok {
+		return callRow{}, fmt.Errorf("the C echo was not admitted: %v", snap.Errors)
+	}
+	rt, err := newRuntime(tmp, -1)
+	if err != nil {
+		return callRow{}, err
+	}
+	defer rt.Close(ctx)
+	s := rt.NewSession()
+	defer s.Close(ctx)
+	args := json.RawMessage(echo.Example)
+	res, err := s.Call(ctx, tool, args)
+	if err != nil {
+		return callRow{}, err
+	}
+	var native struct{ Structured json.RawMessage }
+	json.Unmarshal(want, &native)
+	if !bytes.Equal(res.Structured, native.Structured) {
+		return callRow{}, fmt.Errorf("the C plugin answered %s, the native function %s", res.Structured, native.Structured)
+	}
+	lat := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		if _, err := s.Call(ctx, tool, args); err != nil {
+			return callRow{}, err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	return stats(cWay, lat), nil
 }

@@ -161,8 +161,18 @@ func callTable(rows []callRow) table {
 	return t
 }
 
+// callWay returns the row of the given way.
+func callWay(rows []callRow, way string) (callRow, bool) {
+	for _, r := range rows {
+		if r.Way == way {
+			return r, true
+		}
+	}
+	return callRow{}, false
+}
+
 func printCalls(w io.Writer, rows []callRow) {
-	fmt.Fprintln(w, "== 3. Plugin call cost: the same echo logic four ways")
+	fmt.Fprintln(w, "== 3. Plugin call cost: the same echo logic four ways, and in C")
 	callTable(rows).text(w)
 }
 
@@ -431,9 +441,17 @@ func markdown(r *results) string {
 	p("wait for the pool to refill between calls is not timed) and without a pool; and as an executable\n")
 	p("started once per call (`bench/echo/cli`, arguments on stdin, result on stdout: the style of CLI\n")
 	p("tools and of go-plugin-like process plugins, without their RPC handshake). The plugin's arguments\n")
-	p("are checked against its JSON Schema on each call, as in production.\n\n")
+	p("are checked against its JSON Schema on each call, as in production. The last row is the same echo\n")
+	p("written in C with the C SDK (`sdk/c/examples/echo`, built at benchmark time by clang and\n")
+	p("wasi-libc), on a warm instance: what the ABI itself costs without Go's runtime in the guest.\n\n")
 	b.WriteString(callTable(r.Calls).md())
-	p("\nReproduce: `cd bench && go run . -only calls`.\n\n")
+	if c, ok := callWay(r.Calls, cWay); ok {
+		p("\nA warm call's overhead over the native function: %s for the C plugin (target: below 20 µs), %s for the\n",
+			fmtDur(c.Mean-r.Calls[0].Mean), fmtDur(r.Calls[1].Mean-r.Calls[0].Mean))
+		p("Go plugin.\n")
+	}
+	p("\nReproduce: `cd bench && go run . -only calls` (the C row needs Debian's clang, lld, wasi-libc and\n")
+	p("libclang-rt-dev-wasm32; without them it is left out with a note).\n\n")
 
 	// 4.
 	p("## 4. Scale\n\n")

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,7 +96,7 @@ func TestPluginsValidate(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(errs, "1 of 1 manifests failed") {
+	if !strings.Contains(errs, "1 of 1 file failed") {
 		t.Errorf("stderr: %s", errs)
 	}
 	empty := t.TempDir()
@@ -260,9 +261,13 @@ func TestCacheDirNotInPluginDir(t *testing.T) {
 func TestRunJSON(t *testing.T) {
 	dir, _ := textkitDir(t)
 	runCLI("plugins", "pin", filepath.Join(dir, "textkit.json"))
+	// The other bundled manifests, each admitted with textkit's module
+	// (their tools are listed, never called).
 	for _, f := range []string{"sql.json", "chart.json", "calculate.json", "glossary.json", "weather.json"} {
 		b, _ := os.ReadFile(filepath.Join(bundled, f))
+		b = regexp.MustCompile(`"wasm": "[^"]*"`).ReplaceAll(b, []byte(`"wasm": "textkit.wasm"`))
 		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+		runCLI("plugins", "pin", filepath.Join(dir, f))
 	}
 
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -367,10 +372,14 @@ func TestChat(t *testing.T) {
 	}
 }
 
-// TestBundledDefaults: with the default plugin directory and no grants
-// file, the bundled plugins get their grants and the demo database is made.
+// TestBundledDefaults: a plugin directory's own grants file (the bundled
+// catalog's plugin-manifests/_grants.json) grants its plugins under every
+// spelling of the folder's path, from any working directory; --grants
+// replaces it; a folder without one grants nothing.
 func TestBundledDefaults(t *testing.T) {
-	dir := t.TempDir()
+	root := t.TempDir()
+	dir := filepath.Join(root, "catalog")
+	os.Mkdir(dir, 0o755)
 	for _, name := range []string{"sql", "chart"} {
 		module, err := os.ReadFile(wasmbuild.Build(t, "../../plugins/"+name))
 		if err != nil {
@@ -381,21 +390,54 @@ func TestBundledDefaults(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, name+".json"), man, 0o644)
 		runCLI("plugins", "pin", filepath.Join(dir, name+".json"))
 	}
-	t.Setenv("TOOLSHED_PLUGINS", dir)
+	own, err := os.ReadFile(filepath.Join(bundled, "_grants.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "_grants.json"), own, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(dir, "glossary-data"), 0o755)
+	os.Symlink(dir, filepath.Join(root, "link"))
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
-	code, out, errs := runCLI("call", "--cache-dir=off", "executeSql", `{"sql": "SELECT COUNT(*) AS n FROM orders"}`)
-	if code != 0 || !strings.HasPrefix(out, "n\n") {
-		t.Fatalf("executeSql: exit %d %q %s", code, out, errs)
+	t.Chdir(t.TempDir()) // outside the folder and the repository
+	for _, spelling := range []string{dir, dir + "/", dir + "/.", filepath.Join(root, "link"), filepath.Join(dir, "..", "catalog")} {
+		code, out, errs := runCLI("call", "--plugins", spelling, "--cache-dir=off", "executeSql", `{"sql": "SELECT COUNT(*) AS n FROM orders"}`)
+		if code != 0 || !strings.HasPrefix(out, "n\n") {
+			t.Fatalf("executeSql with --plugins %s: exit %d %q %s", spelling, code, out, errs)
+		}
 	}
-	code, out, errs = runCLI("call", "--cache-dir=off", "createBarChart", `{"title": "测试", "labels": ["a"], "series": [{"name": "s", "values": [1]}]}`)
+	rel, err := filepath.Rel(mustGetwd(t), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TOOLSHED_PLUGINS", rel)
+	code, out, errs := runCLI("call", "--cache-dir=off", "createBarChart", `{"title": "测试", "labels": ["a"], "series": [{"name": "s", "values": [1]}]}`)
 	if code != 0 || !strings.Contains(out, "测试.svg") {
-		t.Fatalf("chart: exit %d %q %s", code, out, errs)
+		t.Fatalf("chart through a relative $TOOLSHED_PLUGINS: exit %d %q %s", code, out, errs)
 	}
-	// Another directory gets nothing by default.
-	code, out, _ = runCLI("call", "--plugins", dir+"/.", "--cache-dir=off", "executeSql", `{"sql": "SELECT 1"}`)
+	// --grants wins over the folder's own file.
+	empty := filepath.Join(root, "none.json")
+	os.WriteFile(empty, []byte(`{"plugins": {}}`), 0o644)
+	code, out, _ = runCLI("call", "--plugins", dir, "--grants", empty, "--cache-dir=off", "executeSql", `{"sql": "SELECT 1"}`)
 	if code != 3 || !strings.Contains(out, `"sql" is not granted`) {
-		t.Fatalf("non-default directory: exit %d %q", code, out)
+		t.Fatalf("--grants did not replace the folder's grants: exit %d %q", code, out)
 	}
+	// A folder without a grants file gets nothing.
+	os.Remove(filepath.Join(dir, "_grants.json"))
+	code, out, _ = runCLI("call", "--plugins", dir, "--cache-dir=off", "executeSql", `{"sql": "SELECT 1"}`)
+	if code != 3 || !strings.Contains(out, `"sql" is not granted`) {
+		t.Fatalf("a folder without grants: exit %d %q", code, out)
+	}
+}
+
+func mustGetwd(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
 }
 
 func TestArtifactsListed(t *testing.T) {
@@ -559,14 +601,14 @@ func TestGrantsAllowPrivileged(t *testing.T) {
 		}
 		return p
 	}
-	if _, err := loadOperator(dir, write(admin, false), false); err == nil || !strings.Contains(err.Error(), "superuser") {
+	if _, err := loadOperator(dir, write(admin, false)); err == nil || !strings.Contains(err.Error(), "superuser") {
 		t.Fatalf("a superuser DSN was accepted: %v", err)
 	}
 	for _, c := range []struct {
 		dsn   string
 		allow bool
 	}{{admin, true}, {pgtest.ReadOnlyRole(t, admin, "reader"), false}} {
-		o, err := loadOperator(dir, write(c.dsn, c.allow), false)
+		o, err := loadOperator(dir, write(c.dsn, c.allow))
 		if err != nil {
 			t.Fatalf("allow=%v: %v", c.allow, err)
 		}

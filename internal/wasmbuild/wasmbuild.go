@@ -1,10 +1,14 @@
-// Package wasmbuild compiles Go plugin packages to WebAssembly for tests,
-// with the standard toolchain (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared).
+// Package wasmbuild compiles plugins to WebAssembly for tests: Go plugin
+// packages with the standard toolchain (GOOS=wasip1 GOARCH=wasm
+// -buildmode=c-shared), C plugins with clang and wasi-libc, and
+// WebAssembly text with wat2wasm.
 package wasmbuild
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -123,4 +127,50 @@ func Bundled(t testing.TB, root string, names ...string) string {
 		}
 	}
 	return dir
+}
+
+// ErrNoC is returned by CompileC when clang cannot build for wasm32-wasi
+// here.
+var ErrNoC = errors.New("clang cannot build WebAssembly for wasm32-wasi here (Debian packages: clang lld wasi-libc libclang-rt-dev-wasm32)")
+
+// CompileC compiles C sources with the C SDK in sdkDir (toolshed.h and
+// toolshed.c) into the reactor module out, with Debian's clang and
+// wasi-libc: clang --target=wasm32-wasi -O2 -mexec-model=reactor. The
+// error wraps ErrNoC when the toolchain is missing.
+func CompileC(out, sdkDir string, sources ...string) error {
+	clang, err := exec.LookPath("clang")
+	if err != nil {
+		return ErrNoC
+	}
+	args := append([]string{"--target=wasm32-wasi", "-O2", "-mexec-model=reactor", "-Wall", "-Wextra", "-Werror",
+		"-Wl,--strip-all", "-I", sdkDir, "-o", out}, sources...)
+	args = append(args, filepath.Join(sdkDir, "toolshed.c"))
+	if msg, err := exec.Command(clang, args...).CombinedOutput(); err != nil {
+		if bytes.Contains(msg, []byte("wasm-ld")) && bytes.Contains(msg, []byte("No such file")) ||
+			bytes.Contains(msg, []byte("stdio.h' file not found")) || bytes.Contains(msg, []byte("stdlib.h' file not found")) ||
+			bytes.Contains(msg, []byte("unable to execute command")) || bytes.Contains(msg, []byte("crt1-reactor.o")) {
+			return fmt.Errorf("%w: %s", ErrNoC, bytes.TrimSpace(msg))
+		}
+		return fmt.Errorf("clang %v: %v\n%s", args, err, msg)
+	}
+	return nil
+}
+
+// C compiles C sources with the C SDK in sdkDir to a module and returns
+// its bytes. Without the toolchain the test is skipped, or fails when CI
+// is set (.ci/run installs it).
+func C(t testing.TB, sdkDir string, sources ...string) []byte {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "plugin.wasm")
+	if err := CompileC(out, sdkDir, sources...); err != nil {
+		if errors.Is(err, ErrNoC) && os.Getenv("CI") == "" {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
