@@ -381,14 +381,7 @@ func TestBundledDefaults(t *testing.T) {
 	dir := filepath.Join(root, "catalog")
 	os.Mkdir(dir, 0o755)
 	for _, name := range []string{"sql", "chart"} {
-		module, err := os.ReadFile(wasmbuild.Build(t, "../../plugins/"+name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(dir, name+".wasm"), module, 0o644)
-		man, _ := os.ReadFile(filepath.Join(bundled, name+".json"))
-		os.WriteFile(filepath.Join(dir, name+".json"), man, 0o644)
-		runCLI("plugins", "pin", filepath.Join(dir, name+".json"))
+		bundledUnit(t, dir, name)
 	}
 	own, err := os.ReadFile(filepath.Join(bundled, "_grants.json"))
 	if err != nil {

@@ -113,6 +113,9 @@ func findSDK(dir string) (string, error) {
 	if dir == "" {
 		tried = nil
 		for _, c := range catalogCandidates() {
+			if r, err := filepath.EvalSymlinks(c); err == nil {
+				c = r // the folder the catalog really is in
+			}
 			tried = append(tried, filepath.Dir(c))
 		}
 	}
@@ -166,7 +169,7 @@ func init() {
 	sdk.Handle("<<.Tool>>", func(a greetArgs) (sdk.Result, error) {
 		if strings.TrimSpace(a.Name) == "" {
 			// A tool error: the model reads it and can try again.
-			return sdk.Result{}, sdk.Errorf("name is empty; give the name to greet")
+			return sdk.Errorf("name is empty; give the name to greet"), nil
 		}
 		return sdk.Text("Hello, %s!", a.Name), nil
 	})

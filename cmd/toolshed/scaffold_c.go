@@ -34,13 +34,13 @@ TS_TOOL("<<.Tool>>", greet)
 # make test: the above, then call the tool through the real host
 # Needs clang and wasi-libc (Debian: clang lld wasi-libc libclang-rt-dev-wasm32).
 TOOLSHED ?= <<.Toolshed>>
-CC       ?= clang
+CLANG    ?= clang
 CFLAGS   := --target=wasm32-wasi -O2 -mexec-model=reactor -Wall -Wextra -Werror -Wl,--strip-all
 
 all: <<.Name>>.wasm
 
 <<.Name>>.wasm: main.c toolshed.c toolshed.h
-	$(CC) $(CFLAGS) -o $@ main.c toolshed.c
+	$(CLANG) $(CFLAGS) -o $@ main.c toolshed.c
 	$(TOOLSHED) plugins pin <<.Name>>.json
 
 validate: <<.Name>>.wasm

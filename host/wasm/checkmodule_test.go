@@ -42,7 +42,7 @@ func TestCheckModule(t *testing.T) {
 	}
 	for _, bad := range [][]byte{nil, []byte("\x00asm"), []byte("\x00asm\x02\x00\x00\x00"), []byte("not wasm at all"),
 		[]byte("\x00asm\x01\x00\x00\x00\x07\x05\x01\x01a\x00\x09"), // export of function 9 in a module with none
-		[]byte("\x00asm\x01\x00\x00\x00\x01\xff\xff\xff\xff\x0f"), // a section longer than the module
+		[]byte("\x00asm\x01\x00\x00\x00\x01\xff\xff\xff\xff\x0f"),  // a section longer than the module
 	} {
 		if err := wasm.CheckModule(bad); err == nil || !strings.Contains(err.Error(), "not valid WebAssembly") {
 			t.Errorf("CheckModule(%q) = %v, want not valid WebAssembly", bad, err)
