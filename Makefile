@@ -94,7 +94,7 @@ eval: build
 	@for set in seal-tools metatool; do \
 	  if [ -f $(EVAL)/$$set/tools.jsonl ]; then \
 	    echo "== $$set"; $(BIN) eval --baseline --tools $(EVAL)/$$set/tools.jsonl --queries $(EVAL)/$$set/queries.jsonl; echo; \
-	  else echo "== $$set: $(EVAL)/$$set not found (set EVAL=DIR)"; fi; \
+	  else echo "== $$set: $(EVAL)/$$set/tools.jsonl not found: the public sets are not in this repository; docs/SEARCH.md (\"The public sets\") says where they come from and how to convert them; EVAL=DIR points at them"; fi; \
 	done
 	@echo "== zh-eval (Chinese)"; $(BIN) eval --baseline --tools search/testdata/zh-eval/tools.jsonl --queries search/testdata/zh-eval/queries.jsonl
 

@@ -300,6 +300,10 @@ func cmdConfigCmd(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	fs := newFlags("config print", stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolshed config print [--config FILE] [flags]")
+		fs.PrintDefaults()
+	}
 	names := make([]string, 0, len(configFlags))
 	for n := range configFlags {
 		names = append(names, n)

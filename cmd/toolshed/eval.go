@@ -28,12 +28,18 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	sampleN := fs.Int("sample", 0, "run `N` queries spread evenly over the set (0: all)")
 	var lexicons listFlag
 	fs.Var(&lexicons, "lexicon", "extra Chinese-English lexicon `FILE` (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolshed eval --tools TOOLS.jsonl --queries QUERIES.jsonl [--json] [--baseline] [flags]\n\n"+
+			"Measures tool search on a labelled set (docs/SEARCH.md: the format, and where the public\n"+
+			"Seal-Tools and MetaTool sets come from).")
+		fs.PrintDefaults()
+	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if *toolsPath == "" || *queriesPath == "" || len(pos) > 0 {
-		fmt.Fprintln(stderr, "usage: toolshed eval --tools TOOLS.jsonl --queries QUERIES.jsonl [--json] [--baseline]")
+		fs.Usage()
 		return errUsage
 	}
 	tools, err := evalrun.ReadTools(*toolsPath)
@@ -106,7 +112,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		}{reports[0], reports[1]}
 		return enc.Encode(v)
 	}
-	fmt.Fprintf(stdout, "%d tools, %d queries\n\n", len(tools), len(queries))
+	fmt.Fprintf(stdout, "%s, %s\n\n", plural(len(tools), "tool"), plural(len(queries), "query"))
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "engine\trecall@1\trecall@5\trecall@10\thit@1\thit@5\tall@10\tMRR\tfound@5\tprec@5\tindex ms\theap MiB\tp50 µs\tp99 µs\t\n")
 	for _, r := range reports {

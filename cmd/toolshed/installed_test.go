@@ -60,24 +60,24 @@ func installedCatalog(t *testing.T, dir string) {
 		}
 		os.WriteFile(filepath.Join(dir, f), b, 0o644)
 	}
-	for _, name := range []string{"sql", "weather"} {
-		bundledUnit(t, dir, name)
-	}
+	copyUnits(t, dir, wasmbuild.Bundled(t, "../..", "sql", "weather"))
 }
 
-// bundledUnit builds the bundled plugin name into dir beside a copy of its
-// manifest, pinned.
-func bundledUnit(t *testing.T, dir, name string) {
+// copyUnits copies the files of the plugin folder from into dir.
+func copyUnits(t *testing.T, dir, from string) {
 	t.Helper()
-	module, err := os.ReadFile(wasmbuild.Build(t, "../../plugins/"+name))
+	entries, err := os.ReadDir(from)
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, name+".wasm"), module, 0o644)
-	man, _ := os.ReadFile(filepath.Join(bundled, name+".json"))
-	os.WriteFile(filepath.Join(dir, name+".json"), man, 0o644)
-	if code, _, errs := runCLI("plugins", "pin", filepath.Join(dir, name+".json")); code != 0 {
-		t.Fatalf("pin %s: %s", name, errs)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -215,5 +215,37 @@ func TestDocumentedMCPConfig(t *testing.T) {
 	}
 	if err := cs.Close(); err != nil {
 		t.Fatalf("close: %v (stderr: %s)", err, stderr.String())
+	}
+}
+
+// TestDocumentedGrants: the grants file of docs/RUNTIME.md works as
+// written, saved as grants.json beside a plugin-manifests folder (the
+// repository root's layout).
+func TestDocumentedGrants(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/RUNTIME.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := regexp.MustCompile("(?s)Saved as `grants.json` at the repository root.*?```json\n(.*?)```").FindSubmatch(doc)
+	if block == nil {
+		t.Fatal("docs/RUNTIME.md has no grants example")
+	}
+	root := t.TempDir()
+	catalogDir := filepath.Join(root, "plugin-manifests")
+	installedCatalog(t, catalogDir)
+	copyUnits(t, catalogDir, wasmbuild.Bundled(t, "../..", "glossary"))
+	os.Remove(filepath.Join(catalogDir, "_grants.json")) // only the documented file grants
+	grants := filepath.Join(root, "grants.json")
+	if err := os.WriteFile(grants, block[1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_DATA_HOME", filepath.Join(root, "data"))
+	code, out, errs := runCLI("call", "--plugins", catalogDir, "--grants", grants, "--cache-dir=off", "lookupGlossary", `{"term": "GMV"}`)
+	if code != 0 || !strings.Contains(out, "GMV") {
+		t.Fatalf("lookupGlossary with the documented grants: exit %d %s%s", code, out, errs)
+	}
+	code, out, errs = runCLI("call", "--plugins", catalogDir, "--grants", grants, "--cache-dir=off", "listTables", `{}`)
+	if code != 0 || !strings.Contains(out, "customers") {
+		t.Fatalf("listTables with the documented grants: exit %d %s%s", code, out, errs)
 	}
 }

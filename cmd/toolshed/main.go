@@ -3,7 +3,8 @@
 //
 //	toolshed search [--plugins DIR] [--limit N] [--json] [--stats] [--lexicon FILE] QUERY
 //	toolshed plugins list [--plugins DIR] [--json]
-//	toolshed plugins validate DIR
+//	toolshed plugins validate [--compile] [DIR | --plugins DIR]
+//	toolshed plugins new [--lang go|c] NAME
 //	toolshed eval --tools TOOLS.jsonl --queries QUERIES.jsonl [--json] [--baseline]
 //	toolshed call [--plugins DIR] [--grants FILE] [--json] TOOL 'JSON-ARGS'
 //	toolshed run [--plugins DIR] [--base-url URL] [--model M] [--search-mode keyword|llm|hybrid] [--json] PROMPT
@@ -61,7 +62,8 @@ const usage = `Toolshed: a host for LLM-agent tools with tool search.
 Usage:
   toolshed search [--plugins DIR] [--limit N] [--json] [--stats] [--lexicon FILE] QUERY
   toolshed plugins list [--plugins DIR] [--json]
-  toolshed plugins validate DIR
+  toolshed plugins validate [--compile] [DIR | --plugins DIR]
+  toolshed plugins new [--lang go|c] NAME
   toolshed eval --tools TOOLS.jsonl --queries QUERIES.jsonl [--json] [--baseline]
   toolshed call [--plugins DIR] [--grants FILE] [--json] TOOL 'JSON-ARGS'
   toolshed run [--plugins DIR] [--base-url URL] [--model M] [--search-mode keyword|llm|hybrid] [--json] PROMPT
@@ -72,7 +74,9 @@ Usage:
   toolshed plugins pin MANIFEST.json
   toolshed version
 
-The plugin directory defaults to $TOOLSHED_PLUGINS, else ./plugin-manifests.
+The plugin directory (--plugins) defaults to $TOOLSHED_PLUGINS, else the bundled
+catalog: plugin-manifests beside the binary or one level up, else
+PREFIX/share/toolshed/plugin-manifests, else ./plugin-manifests.
 run, chat, serve and mcp read toolshed.yaml (see toolshed.example.yaml),
 TOOLSHED_* environment variables and flags, in that order.
 Run "toolshed COMMAND -h" for a command's flags.

@@ -380,9 +380,7 @@ func TestBundledDefaults(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "catalog")
 	os.Mkdir(dir, 0o755)
-	for _, name := range []string{"sql", "chart"} {
-		bundledUnit(t, dir, name)
-	}
+	copyUnits(t, dir, wasmbuild.Bundled(t, "../..", "sql", "chart"))
 	own, err := os.ReadFile(filepath.Join(bundled, "_grants.json"))
 	if err != nil {
 		t.Fatal(err)

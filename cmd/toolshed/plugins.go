@@ -78,12 +78,16 @@ func pluginsList(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("plugins list", stderr)
 	dir := fs.String("plugins", "", pluginDirUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolshed plugins list [--plugins DIR] [--json]")
+		fs.PrintDefaults()
+	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		fmt.Fprintln(stderr, "usage: toolshed plugins list [--plugins DIR] [--json]")
+		fs.Usage()
 		return errUsage
 	}
 	if *dir, err = pluginDir(*dir); err != nil {
@@ -231,10 +235,14 @@ func pluginsValidate(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// plural writes a count and a noun, in the plural unless the count is 1.
+// plural writes a count and a noun, in the plural unless the count is 1
+// ("1 tool", "2 tools", "3 queries").
 func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }

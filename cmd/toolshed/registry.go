@@ -43,6 +43,7 @@ func registryClient(c config.Registry, httpClient *http.Client) (*oci.Client, er
 func registryCommand(name, usage string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) ([]string, *config.Loaded, error) {
 	fs := newFlags("plugins "+name, stderr)
 	cc := addConfigFlags(fs, registryFlagNames...)
+	cc.keepDir = true // only pull without DIR needs it (pluginDir)
 	passStdin := fs.Bool("password-stdin", false, "read the registry password from standard input")
 	if extra != nil {
 		extra(fs)
@@ -116,6 +117,8 @@ func pluginsPull(args []string, stdout, stderr io.Writer) error {
 	dir := l.Plugins.Dir
 	if len(pos) == 2 {
 		dir = pos[1]
+	} else if dir, err = pluginDir(dir); err != nil {
+		return err
 	}
 	c, err := registryClient(l.Registry, nil)
 	if err != nil {

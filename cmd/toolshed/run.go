@@ -132,12 +132,17 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 func cmdChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("chat", stderr)
 	cc := addConfigFlags(fs, agentFlagNames...)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolshed chat [--plugins DIR] [--base-url URL] [--model M] [--search-mode MODE] [flags]\n\n"+
+			"An interactive session: one request per line, the earlier ones as context; Ctrl-D leaves.")
+		fs.PrintDefaults()
+	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		fmt.Fprintln(stderr, "usage: toolshed chat [--plugins DIR] [--base-url URL] [--model M] [--search-mode MODE]")
+		fs.Usage()
 		return errUsage
 	}
 	ag, err := buildAgent(cc, stderr)

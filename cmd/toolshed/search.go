@@ -81,7 +81,7 @@ func cmdSearch(args []string, stdout, stderr io.Writer) error {
 		}
 	} else {
 		if len(out) == 0 {
-			fmt.Fprintf(stdout, "no tool matches %q among %d tools\n", query, len(snap.Tools))
+			fmt.Fprintf(stdout, "no tool matches %q among %s\n", query, plural(len(snap.Tools), "tool"))
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		for i, r := range out {

@@ -110,7 +110,7 @@ func listTables(schemaArgs) (sdk.Result, error) {
 	}
 	var b strings.Builder
 	for _, t := range ts {
-		fmt.Fprintf(&b, "%s (%d rows)", t.Name, t.Rows)
+		fmt.Fprintf(&b, "%s (%s)", t.Name, rows(int(t.Rows)))
 		if t.Comment != "" {
 			fmt.Fprintf(&b, ": %s", t.Comment)
 		}
@@ -214,7 +214,7 @@ func describeTables(a tablesArgs) (sdk.Result, error) {
 			d.Columns = append(d.Columns, c)
 		}
 		out = append(out, d)
-		fmt.Fprintf(&b, "%s (%d rows)", t.Name, t.Rows)
+		fmt.Fprintf(&b, "%s (%s)", t.Name, rows(int(t.Rows)))
 		if t.Comment != "" {
 			fmt.Fprintf(&b, ": %s", t.Comment)
 		}
@@ -392,7 +392,7 @@ func render(r *abi.SQLReply) string {
 		b.WriteString(strings.Join(cells, " | "))
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "(%d rows", len(r.Rows))
+	fmt.Fprintf(&b, "(%s", rows(len(r.Rows)))
 	if r.Truncated {
 		b.WriteString(", truncated")
 	}
@@ -401,3 +401,11 @@ func render(r *abi.SQLReply) string {
 }
 
 func main() {}
+
+// rows writes a row count, "1 row" or "N rows".
+func rows(n int) string {
+	if n == 1 {
+		return "1 row"
+	}
+	return fmt.Sprintf("%d rows", n)
+}
