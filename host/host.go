@@ -82,9 +82,11 @@ type Options struct {
 	Tools []GoTool
 	// PluginDir, when Catalog is nil, is loaded once as the catalog of
 	// deferred tools, with the names of Tools reserved (a plugin tool
-	// named like one of them, or a look-alike, is refused); and when
-	// Runtime is nil, a runtime with default options (nothing granted) is
-	// made for it, closed by Host.Close.
+	// named like one of them, or a look-alike, is refused). A plugin is
+	// admitted as toolshed serve admits it: its module there, matching the
+	// manifest's sha256 and passing wasm.CheckModule. When Runtime is nil,
+	// a runtime with default options (nothing granted) is made for it,
+	// closed by Host.Close.
 	PluginDir string
 	// Catalog returns the current snapshot of deferred tools; each request
 	// keeps the one it started with. Nil (and no PluginDir): none. A
@@ -239,7 +241,8 @@ func New(opts Options) (*Host, error) {
 		for i, t := range opts.Tools {
 			reserved[i] = t.Name
 		}
-		snap, err := catalog.Load(opts.PluginDir, &catalog.Options{Reserved: reserved})
+		snap, err := catalog.Load(opts.PluginDir, &catalog.Options{Reserved: reserved,
+			RequireModules: true, CheckModule: wasm.CheckModule}) // as toolshed serve admits plugins
 		if err != nil {
 			return nil, fmt.Errorf("host: %w", err)
 		}

@@ -35,7 +35,7 @@ TS_TOOL("<<.Tool>>", greet)
 # Needs clang and wasi-libc (Debian: clang lld wasi-libc libclang-rt-dev-wasm32).
 TOOLSHED ?= <<.Toolshed>>
 CLANG    ?= clang
-CFLAGS   := --target=wasm32-wasi -O2 -mexec-model=reactor -Wall -Wextra -Werror -Wl,--strip-all
+CFLAGS   := --target=wasm32-wasi -O2 -mexec-model=reactor -Wall -Wextra -Wl,--strip-all
 
 all: <<.Name>>.wasm
 
