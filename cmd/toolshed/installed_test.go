@@ -81,6 +81,28 @@ func copyUnits(t *testing.T, dir, from string) {
 	}
 }
 
+var (
+	catalogOnce sync.Once
+	catalogPath string
+)
+
+// builtCatalog is the bundled catalog with every module built and pinned,
+// made once per test process (under testCacheDir): what "make plugins"
+// leaves in plugin-manifests, without depending on it having run.
+func builtCatalog(t *testing.T) string {
+	t.Helper()
+	catalogOnce.Do(func() {
+		dir := filepath.Join(testCacheDir, "catalog")
+		installedCatalog(t, dir)
+		copyUnits(t, dir, wasmbuild.Bundled(t, "../..", "calculate", "chart", "glossary", "textkit"))
+		catalogPath = dir
+	})
+	if catalogPath == "" {
+		t.Fatal("the bundled catalog could not be built")
+	}
+	return catalogPath
+}
+
 // runIn runs the binary in dir (outside the repository) and returns its
 // exit code, stdout and stderr.
 func runIn(t *testing.T, dir, bin string, env []string, args ...string) (int, string, string) {

@@ -37,7 +37,7 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 const bundled = "../../plugin-manifests"
 
 func TestSearchJSON(t *testing.T) {
-	code, out, errs := runCLI("search", "--plugins", bundled, "--json", "--limit", "3", "查表结构")
+	code, out, errs := runCLI("search", "--plugins", builtCatalog(t), "--json", "--limit", "3", "查表结构")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -56,33 +56,33 @@ func TestSearchJSON(t *testing.T) {
 		t.Fatalf("results: %+v", v.Results)
 	}
 	// Flags after the query work too, and the text output names the tool.
-	code, out, _ = runCLI("search", "生成图表", "--plugins", bundled)
+	code, out, _ = runCLI("search", "生成图表", "--plugins", builtCatalog(t))
 	if code != 0 || !strings.Contains(out, "createBarChart") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }
 
 func TestSearchErrors(t *testing.T) {
-	if code, _, _ := runCLI("search", "--plugins", bundled); code != 2 {
+	if code, _, _ := runCLI("search", "--plugins", builtCatalog(t)); code != 2 {
 		t.Errorf("no query: exit %d", code)
 	}
 	if code, _, errs := runCLI("search", "--plugins", "/nonexistent", "x"); code != 1 || !strings.Contains(errs, "/nonexistent") {
 		t.Errorf("bad dir: exit %d, %s", code, errs)
 	}
-	if code, _, errs := runCLI("search", "--plugins", bundled, "--limit", "0", "x"); code != 1 || !strings.Contains(errs, "--limit") {
+	if code, _, errs := runCLI("search", "--plugins", builtCatalog(t), "--limit", "0", "x"); code != 1 || !strings.Contains(errs, "--limit") {
 		t.Errorf("bad limit: exit %d, %s", code, errs)
 	}
 	if code, _, _ := runCLI("frobnicate"); code != 2 {
 		t.Errorf("unknown command: exit %d", code)
 	}
-	code, out, _ := runCLI("search", "--plugins", bundled, "xylophone")
+	code, out, _ := runCLI("search", "--plugins", builtCatalog(t), "xylophone")
 	if code != 0 || !strings.Contains(out, "no tool matches") {
 		t.Errorf("no result: exit %d, %q", code, out)
 	}
 }
 
 func TestPluginsValidate(t *testing.T) {
-	if code, out, errs := runCLI("plugins", "validate", bundled); code != 0 || !strings.Contains(out, "all valid") {
+	if code, out, errs := runCLI("plugins", "validate", builtCatalog(t)); code != 0 || !strings.Contains(out, "6 manifests, 14 tools: all valid") {
 		t.Fatalf("bundled: exit %d\n%s%s", code, out, errs)
 	}
 	dir := t.TempDir()
@@ -106,7 +106,7 @@ func TestPluginsValidate(t *testing.T) {
 }
 
 func TestPluginsListJSON(t *testing.T) {
-	code, out, errs := runCLI("plugins", "list", "--plugins", bundled, "--json")
+	code, out, errs := runCLI("plugins", "list", "--plugins", builtCatalog(t), "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -170,12 +170,12 @@ func TestEvalJSON(t *testing.T) {
 func TestSearchExtraLexicon(t *testing.T) {
 	lex := filepath.Join(t.TempDir(), "lex.txt")
 	os.WriteFile(lex, []byte("紫微斗数\tbar chart\n"), 0o644)
-	code, out, errs := runCLI("search", "--plugins", bundled, "--lexicon", lex, "--json", "紫微斗数")
+	code, out, errs := runCLI("search", "--plugins", builtCatalog(t), "--lexicon", lex, "--json", "紫微斗数")
 	if code != 0 || !strings.Contains(out, "createBarChart") {
 		t.Fatalf("exit %d: %s%s", code, out, errs)
 	}
 	os.WriteFile(lex, []byte("broken line\n"), 0o644)
-	if code, _, errs := runCLI("search", "--plugins", bundled, "--lexicon", lex, "x"); code != 1 || !strings.Contains(errs, "lex.txt:1") {
+	if code, _, errs := runCLI("search", "--plugins", builtCatalog(t), "--lexicon", lex, "x"); code != 1 || !strings.Contains(errs, "lex.txt:1") {
 		t.Fatalf("bad lexicon: exit %d %s", code, errs)
 	}
 }
@@ -250,7 +250,7 @@ func TestCallGrants(t *testing.T) {
 }
 
 func TestCacheDirNotInPluginDir(t *testing.T) {
-	code, _, errs := runCLI("call", "--plugins", bundled, "--cache-dir", bundled+"/cache", "slugify", `{"text": "x"}`)
+	code, _, errs := runCLI("call", "--plugins", builtCatalog(t), "--cache-dir", builtCatalog(t)+"/cache", "slugify", `{"text": "x"}`)
 	if code != 1 || !strings.Contains(errs, "host-owned directory") {
 		t.Fatalf("exit %d %s", code, errs)
 	}
@@ -358,7 +358,7 @@ func TestChat(t *testing.T) {
 	defer srv.Close()
 	stdin = strings.NewReader("what time is it\nthanks\n")
 	defer func() { stdin = strings.NewReader("") }()
-	code, out, errs := runCLI("chat", "--plugins", bundled, "--base-url", srv.URL+"/v1", "--no-todo")
+	code, out, errs := runCLI("chat", "--plugins", builtCatalog(t), "--base-url", srv.URL+"/v1", "--no-todo")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -515,7 +515,7 @@ func TestToolTokensBundled(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	for _, flags := range [][]string{{}, {"--no-time", "--no-todo"}} {
-		args := append([]string{"run", "--plugins", bundled, "--base-url", srv.URL + "/v1", "--json"}, flags...)
+		args := append([]string{"run", "--plugins", builtCatalog(t), "--base-url", srv.URL + "/v1", "--json"}, flags...)
 		code, out, errs := runCLI(append(args, "hi")...)
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errs)
