@@ -271,22 +271,24 @@ type memWriter interface {
 // check).
 func (r goRNG) reseed(mem memWriter, src io.Reader) ([4]uint64, error) {
 	var m0 [4]uint64
+	// One read for every seed: 32 bytes a state, 8 for cheaprand.
+	raw := make([]byte, 32*len(r.states)+8)
+	if _, err := io.ReadFull(src, raw); err != nil {
+		return m0, err
+	}
 	var b [chachaSize]byte
 	le := binary.LittleEndian
-	for _, at := range r.states {
-		var raw [32]byte
-		if _, err := io.ReadFull(src, raw[:]); err != nil {
-			return m0, err
-		}
+	for k, at := range r.states {
+		key := raw[32*k : 32*k+32]
 		var seed [4]uint64
 		for i := range seed {
-			seed[i] = le.Uint64(raw[8*i:])
+			seed[i] = le.Uint64(key[8*i:])
 		}
 		buf := chachaBlock(seed, 0)
-		for k, w := range buf {
-			le.PutUint64(b[8*k:], w)
+		for j, w := range buf {
+			le.PutUint64(b[8*j:], w)
 		}
-		copy(b[chachaSeed:], raw[:])
+		copy(b[chachaSeed:], key)
 		le.PutUint32(b[chachaI:], 0)
 		le.PutUint32(b[chachaN:], chachaChunk)
 		le.PutUint32(b[chachaC:], 0)
@@ -297,11 +299,7 @@ func (r goRNG) reseed(mem memWriter, src io.Reader) ([4]uint64, error) {
 			m0 = seed
 		}
 	}
-	var cr [8]byte
-	if _, err := io.ReadFull(src, cr[:]); err != nil {
-		return m0, err
-	}
-	if !mem.Write(r.cheaprand, cr[:]) {
+	if !mem.Write(r.cheaprand, raw[len(raw)-8:]) {
 		return m0, fmt.Errorf("cheaprand at %#x is outside memory", r.cheaprand)
 	}
 	return m0, nil

@@ -189,17 +189,18 @@ func (p *Plugin) capture(ctx context.Context) (*snapshot, error) {
 	return s, nil
 }
 
-// moduleConfig is every instance's module configuration, start functions
-// aside.
+// baseConfig is the module configuration every instance shares.
+var baseConfig = wazero.NewModuleConfig().
+	WithName(""). // anonymous: many instances per runtime
+	WithSysWalltime().
+	WithSysNanotime().
+	WithSysNanosleep().
+	WithRandSource(rand.Reader)
+
+// moduleConfig is an instance's module configuration, start functions
+// aside. (ModuleConfig is immutable: each With returns a copy.)
 func (p *Plugin) moduleConfig(in *instance) wazero.ModuleConfig {
-	return wazero.NewModuleConfig().
-		WithName(""). // anonymous: many instances per runtime
-		WithStdout(in.stdout).
-		WithStderr(in.stderr).
-		WithSysWalltime().
-		WithSysNanotime().
-		WithSysNanosleep().
-		WithRandSource(rand.Reader)
+	return baseConfig.WithStdout(in.stdout).WithStderr(in.stderr)
 }
 
 // fresh instantiates the module and runs its initialiser. With a split
