@@ -167,8 +167,6 @@ type core struct {
 
 	ownRuntime bool // made by New, closed by Close
 
-	outputs outputSchemas // deferred tools' outputSchemas, compiled on first use
-
 	tokMu   sync.Mutex
 	tokSnap *catalog.Snapshot
 	tokAll  int
@@ -699,7 +697,7 @@ func (s *Session) Call(ctx context.Context, name, args string) (Result, *SearchR
 	if err != nil {
 		return Result{Content: fmt.Sprintf("tool %q failed: %v", name, err), IsError: true}, nil
 	}
-	return h.checkOutput(tool, Result{Content: res.Content, IsError: res.IsError, Structured: res.Structured, Artifacts: res.Artifacts}), nil
+	return Result{Content: res.Content, IsError: res.IsError, Structured: res.Structured, Artifacts: res.Artifacts}, nil
 }
 
 // toolTokens counts the tokens of tool definitions as sent.

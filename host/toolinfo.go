@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/toolshed/toolshed/host/artifact"
-	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/manifest"
 )
 
@@ -46,58 +44,6 @@ func (s *Session) ToolInfo(name string) ToolInfo {
 		return ToolInfo{Title: t.Spec.Title, Annotations: t.Spec.Annotations, OutputSchema: t.Spec.OutputSchema}
 	}
 	return ToolInfo{}
-}
-
-// outputSchemas compiles deferred tools' outputSchemas once per schema
-// text (the same manifest reloaded shares them). Safe for concurrent use.
-type outputSchemas struct {
-	mu sync.Mutex
-	m  map[string]compiledSchema
-}
-
-// maxOutputSchemas bounds the cache: reloads of changed manifests add
-// entries; past this it starts again.
-const maxOutputSchemas = 4096
-
-func (o *outputSchemas) get(raw json.RawMessage) compiledSchema {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if c, ok := o.m[string(raw)]; ok {
-		return c
-	}
-	if o.m == nil || len(o.m) >= maxOutputSchemas {
-		o.m = map[string]compiledSchema{}
-	}
-	sch, err := manifest.CompileSchema(raw)
-	c := compiledSchema{sch, err}
-	o.m[string(raw)] = c
-	return c
-}
-
-// checkOutput holds a deferred tool's successful result to its
-// outputSchema, when it declares one: a result without structured content,
-// or with content that does not match, becomes a tool error (MCP requires
-// structured results to conform; a client may rely on the shape).
-func (h *Host) checkOutput(t *catalog.Tool, res Result) Result {
-	if res.IsError || len(t.Spec.OutputSchema) == 0 {
-		return res
-	}
-	c := h.outputs.get(t.Spec.OutputSchema)
-	if c.err != nil {
-		return Result{Content: fmt.Sprintf("tool %q: its outputSchema does not compile: %v", t.Name(), c.err), IsError: true}
-	}
-	if len(res.Structured) == 0 {
-		return Result{Content: fmt.Sprintf("tool %q declares an outputSchema but returned no structured result", t.Name()), IsError: true}
-	}
-	v, err := decodeAny(res.Structured)
-	if err == nil {
-		err = c.sch.Validate(v)
-	}
-	if err != nil {
-		h.log.Warn("plugin result does not match its outputSchema", "tool", t.Name(), "plugin", t.Plugin.Name(), "error", oneLine(err.Error()))
-		return Result{Content: fmt.Sprintf("tool %q returned a structured result that does not match its outputSchema: %s", t.Name(), oneLine(err.Error())), IsError: true}
-	}
-	return res
 }
 
 // artifactLines is what the model reads of a call's artifacts, after its

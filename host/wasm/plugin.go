@@ -70,6 +70,7 @@ type Plugin struct {
 
 	schemaMu sync.Mutex
 	schemas  map[string]*toolSchema
+	outputs  outputSchemas // the tools' outputSchemas (output.go)
 }
 
 // toolSchema is a tool's compiled parameter schema.

@@ -44,7 +44,9 @@ type Result struct {
 	Artifacts []artifact.Artifact
 }
 
-// CallResult is Call with the artifacts the call stored.
+// CallResult is Call with the artifacts the call stored. A successful
+// result of a tool that declares an outputSchema must carry structured
+// content matching it; otherwise the call is a tool error saying why.
 func (s *Session) CallResult(ctx context.Context, tool *catalog.Tool, args json.RawMessage) (Result, error) {
 	p, err := s.host.Plugin(tool.Plugin)
 	if err != nil {
@@ -70,6 +72,11 @@ func (s *Session) CallResult(ctx context.Context, tool *catalog.Tool, args json.
 			return Result{}, err
 		}
 		in.close(context.Background())
+	}
+	if err == nil {
+		if oerr := p.checkOutput(tool.Spec, res); oerr != nil {
+			res = abi.Result{Content: oerr.Error(), IsError: true}
+		}
 	}
 	return Result{Result: res, Artifacts: saved}, err
 }
