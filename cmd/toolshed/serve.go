@@ -495,7 +495,7 @@ func (s *server) serve(ctx context.Context, ln net.Listener, cfg *config.Config,
 	if ag.client != nil {
 		upstream = cfg.Model.BaseURL + " (" + cfg.Model.Name + ")"
 	}
-	fmt.Fprintf(stdout, "toolshed serving %s from %s on http://%s\n  upstream model: %s\n  endpoints: POST /v1/chat/completions, GET /v1/models, /mcp, GET /v1/plugins, /v1/search?q=, /metrics, /healthz, /readyz\n",
+	fmt.Fprintf(stdout, "toolshed serving %s from %s on http://%s\n  upstream model: %s\n  endpoints: POST /v1/chat/completions, GET /v1/models, /mcp, GET /v1/artifacts/ID, GET /v1/plugins, /v1/search?q=, /metrics, /healthz, /readyz\n",
 		plural(len(live.Snapshot().Tools), "tool"), cfg.Plugins.Dir, ln.Addr(), upstream)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

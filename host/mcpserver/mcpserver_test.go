@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -731,5 +732,37 @@ func TestEviction(t *testing.T) {
 	}
 	if s.Sessions() != 2 {
 		t.Fatalf("%d sessions", s.Sessions())
+	}
+}
+
+// TestUninitializedFlood: 300 clients that stop after initialize get at
+// most the limit of sessions, and hold nothing once InitTimeout has
+// passed: slots and goroutines come back.
+func TestUninitializedFlood(t *testing.T) {
+	h := testHost(t, nil)
+	s, url := serveMCP(t, h, &mcpserver.Options{MaxSessions: 100, InitTimeout: 500 * time.Millisecond})
+	http.DefaultClient.CloseIdleConnections()
+	before := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[int]int{}
+	for range 300 {
+		wg.Go(func() {
+			resp, _ := (&raw{t: t, url: url}).post(initBody)
+			mu.Lock()
+			codes[resp.StatusCode]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if codes[200] != 100 || codes[503] != 200 {
+		t.Fatalf("status codes %v, want 100 admitted and 200 refused", codes)
+	}
+	waitFor(t, "the sessions to be dropped", func() bool { return s.Sessions() == 0 })
+	http.DefaultClient.CloseIdleConnections()
+	waitFor(t, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= before+10 })
+	// The slots are free again.
+	if _, err := connect(t, url, nil); err != nil {
+		t.Fatal(err)
 	}
 }
