@@ -22,7 +22,7 @@ func kit(t *testing.T, grants wasm.Grants) *plugintest.Plugin {
 	return plugintest.New(t, plugintest.Config{Module: writeModule(t, code), Manifest: "testdata/kit.json", Grants: grants})
 }
 
-func writeModule(t *testing.T, code []byte) string {
+func writeModule(t testing.TB, code []byte) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "plugin.wasm")
 	if err := os.WriteFile(path, code, 0o644); err != nil {

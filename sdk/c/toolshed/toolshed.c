@@ -10,6 +10,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Eight bytes at a time. Under the host's deadline enforcement every
+ * loop iteration in the module costs a check (docs/ABI.md), so the loops
+ * over bytes below take eight per iteration where they can: a word is
+ * tested for the bytes that matter with the classic bit tricks
+ * (has_byte, has_less), and only a word that holds one is looked into. */
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+static inline uint64_t load8(const char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+/* The high bit of each byte of v that is zero; exact for the lowest such
+ * byte (the only one used). */
+static inline uint64_t has_zero(uint64_t v) { return (v - ONES) & ~v & HIGHS; }
+static inline uint64_t has_byte(uint64_t v, unsigned char c) { return has_zero(v ^ (ONES * c)); }
+/* Bytes below n (n <= 128). */
+static inline uint64_t has_less(uint64_t v, unsigned char n) { return (v - ONES * n) & ~v & HIGHS; }
+/* The index of the lowest marked byte (WebAssembly is little-endian). */
+static inline size_t first_byte(uint64_t m) { return (size_t)__builtin_ctzll(m) >> 3; }
+
 /* ---- Host imports. ---- */
 
 __attribute__((import_module("toolshed"), import_name("host_call")))
@@ -67,6 +89,15 @@ static void buf_escape(buf *b, const char *s, size_t n) {
     buf_grow(b, n);
     size_t start = 0;
     for (size_t i = 0; i < n; i++) {
+        while (n - i >= 8) { /* eight plain bytes at a time */
+            uint64_t v = load8(s + i), m = has_less(v, 0x20) | has_byte(v, '"') | has_byte(v, '\\');
+            if (m) {
+                i += first_byte(m);
+                break;
+            }
+            i += 8;
+        }
+        if (i >= n) break;
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\') continue;
         buf_put(b, s + start, i - start);
@@ -129,13 +160,25 @@ static const char *ws(const char *p, const char *e) {
     return p;
 }
 
+/* The first '"' or '\\' at or after p, or e. */
+static const char *quote_or_escape(const char *p, const char *e) {
+    while (e - p >= 8) {
+        uint64_t v = load8(p), m = has_byte(v, '"') | has_byte(v, '\\');
+        if (m) return p + first_byte(m);
+        p += 8;
+    }
+    while (p < e && *p != '"' && *p != '\\') p++;
+    return p;
+}
+
 /* p at '"': returns just past the closing quote, or NULL. */
 static const char *skip_string(const char *p, const char *e) {
-    for (p++; p < e; p++) {
-        if (*p == '\\') p++;
-        else if (*p == '"') return p + 1;
+    for (p++;;) {
+        p = quote_or_escape(p, e);
+        if (p >= e) return NULL;
+        if (*p == '"') return p + 1;
+        p += 2; /* an escape: its next byte is never the end */
     }
-    return NULL;
 }
 
 /* Returns just past the value at p, or NULL. Iterative: any nesting. */
@@ -202,7 +245,9 @@ static int unquote(ts_str s, ts_str *out) {
     if (s.len < 2 || *p != '"' || e[-1] != '"') return TS_WRONG_TYPE;
     p++;
     e--;
-    if (!memchr(p, '\\', (size_t)(e - p))) {
+    const char *bs = p;
+    while ((bs = quote_or_escape(bs, e)) < e && *bs != '\\') bs++; /* a '"' inside: JSON has none unescaped */
+    if (bs >= e) {
         out->ptr = p;
         out->len = (size_t)(e - p);
         return TS_OK;
@@ -282,13 +327,65 @@ int ts_json_member(ts_str json, const char *key, ts_str *out) {
 
 /* ---- Arguments. ---- */
 
+/* The arguments and an index of their top-level members, made in one
+ * pass before the handler runs, so that each lookup does not scan the
+ * object again. An object with more members than the index holds is
+ * looked up by scanning. */
+#define MAX_INDEXED 32
+
 struct ts_args {
     ts_str json;
+    int n; /* members indexed; -1: not indexed */
+    struct {
+        ts_str key; /* quotes included */
+        ts_str val;
+    } m[MAX_INDEXED];
 };
+
+/* index_args indexes a->json and returns just past the object, or NULL
+ * when it is not one or has more members than the index holds (a->n is
+ * then -1 and lookups scan). */
+static const char *index_args(ts_args *a) {
+    const char *p = ws(a->json.ptr, a->json.ptr + a->json.len), *e = a->json.ptr + a->json.len;
+    a->n = -1;
+    if (p >= e || *p != '{') return NULL;
+    int n = 0;
+    p = ws(p + 1, e);
+    while (p < e && *p == '"') {
+        if (n == MAX_INDEXED) return NULL;
+        const char *k = p;
+        if (!(p = skip_string(p, e))) return NULL;
+        a->m[n].key.ptr = k;
+        a->m[n].key.len = (size_t)(p - k);
+        p = ws(p, e);
+        if (p >= e || *p != ':') return NULL;
+        const char *v = ws(p + 1, e);
+        if (!(p = skip_value(v, e))) return NULL;
+        a->m[n].val.ptr = v;
+        a->m[n].val.len = (size_t)(p - v);
+        n++;
+        p = ws(p, e);
+        if (p < e && *p == ',') p = ws(p + 1, e);
+    }
+    if (p >= e || *p != '}') return NULL;
+    a->n = n;
+    return p + 1;
+}
 
 ts_str ts_args_json(const ts_args *a) { return a->json; }
 
-int ts_arg_raw(const ts_args *a, const char *key, ts_str *out) { return ts_json_member(a->json, key, out); }
+int ts_arg_raw(const ts_args *a, const char *key, ts_str *out) {
+    if (a->n < 0) return ts_json_member(a->json, key, out);
+    for (int i = a->n - 1; i >= 0; i--) { /* the last of duplicate keys wins, as in ts_json_member's callers' JSON */
+        if (key_is(a->m[i].key, key)) {
+            ts_str v = a->m[i].val;
+            if (v.len == 4 && memcmp(v.ptr, "null", 4) == 0) return TS_ABSENT;
+            *out = v;
+            return TS_OK;
+        }
+    }
+    return TS_ABSENT;
+}
 
 int ts_arg_string(const ts_args *a, const char *key, ts_str *out) {
     ts_str v;
@@ -423,9 +520,14 @@ void ts_json_str(ts_json *w, const char *s, size_t len) {
 void ts_json_cstr(ts_json *w, const char *s) { ts_json_str(w, s, strlen(s)); }
 void ts_json_int(ts_json *w, long long v) {
     value_start(w);
-    char t[24];
-    int n = snprintf(t, sizeof t, "%lld", v);
-    buf_put(&w->b, t, (size_t)n);
+    char t[24], *p = t + sizeof t; /* by hand: printf's machinery costs more than the tool */
+    unsigned long long u = v < 0 ? 0 - (unsigned long long)v : (unsigned long long)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) *--p = '-';
+    buf_put(&w->b, p, (size_t)(t + sizeof t - p));
 }
 void ts_json_double(ts_json *w, double v) {
     if (v != v || v > 1.7976931348623157e308 || v < -1.7976931348623157e308) {
@@ -625,24 +727,60 @@ static uint64_t finish(void) {
     return (uint64_t)(uintptr_t)out.p << 32 | (uint32_t)out.len;
 }
 
+/* fast_request reads the request as this host writes it, compact with
+ * "tool" first and "arguments" last: {"tool":"NAME","arguments":{...}}
+ * (docs/ABI.md), without scanning the arguments. Anything else is read
+ * by the general path. */
+static int fast_request(ts_str req, ts_str *tool, ts_str *args) {
+    static const char head[] = "{\"tool\":\"", mid[] = ",\"arguments\":";
+    const char *p = req.ptr, *e = req.ptr + req.len;
+    if (req.len < sizeof head - 1 || memcmp(p, head, sizeof head - 1) != 0 || e[-1] != '}') return 0;
+    p += sizeof head - 1;
+    const char *q = quote_or_escape(p, e);
+    if (q >= e || *q != '"') return 0; /* an escaped name: the general path */
+    tool->ptr = p;
+    tool->len = (size_t)(q - p);
+    p = q + 1;
+    if ((size_t)(e - p) < sizeof mid - 1 + 1 || memcmp(p, mid, sizeof mid - 1) != 0) return 0;
+    p += sizeof mid - 1;
+    if (*p != '{' || e - 1 <= p || e[-2] != '}') return 0;
+    args->ptr = p;
+    args->len = (size_t)(e - 1 - p);
+    return 1;
+}
+
 __attribute__((export_name("toolshed_call"))) uint64_t toolshed_call(uint32_t ptr, uint32_t len) {
     arena_reset();
     ts_result *r = &result;
     r->content.len = 0;
     r->has_content = r->has_structured = r->is_error = 0;
     r->structured.b.len = 0;
-    ts_str req = {(const char *)(uintptr_t)ptr, len}, tool_raw, tool, args;
-    if (ts_json_member(req, "tool", &tool_raw) != TS_OK || ts_json_string(tool_raw, &tool) != TS_OK) {
-        ts_error(r, "the request names no tool");
-        return finish();
+    ts_str req = {(const char *)(uintptr_t)ptr, len}, tool, args;
+    static ts_args a;
+    int fast = fast_request(req, &tool, &args);
+    if (fast) {
+        /* The fast path took the rest of the request for the arguments:
+         * right only if they are one object that ends there. */
+        a.json = args;
+        const char *end = index_args(&a);
+        if (!end) end = skip_value(args.ptr, args.ptr + args.len);
+        fast = end == args.ptr + args.len;
     }
-    if (ts_json_member(req, "arguments", &args) != TS_OK) {
-        args.ptr = "{}";
-        args.len = 2;
+    if (!fast) {
+        ts_str tool_raw;
+        if (ts_json_member(req, "tool", &tool_raw) != TS_OK || ts_json_string(tool_raw, &tool) != TS_OK) {
+            ts_error(r, "the request names no tool");
+            return finish();
+        }
+        if (ts_json_member(req, "arguments", &args) != TS_OK) {
+            args.ptr = "{}";
+            args.len = 2;
+        }
+        a.json = args;
+        index_args(&a);
     }
     for (int i = 0; i < ntools; i++) {
         if (strlen(tools[i].name) == tool.len && memcmp(tools[i].name, tool.ptr, tool.len) == 0) {
-            ts_args a = {args};
             tools[i].fn(&a, r);
             return finish();
         }
