@@ -241,7 +241,8 @@ var envAliases = map[string]string{
 }
 
 // envOther are TOOLSHED_* variables that are not configuration keys.
-var envOther = []string{"TOOLSHED_CONFIG", "TOOLSHED_DEBUG", "TOOLSHED_BENCH_CACHE"}
+var envOther = []string{"TOOLSHED_CONFIG", "TOOLSHED_DEBUG", "TOOLSHED_BENCH_CACHE",
+	"TOOLSHED_WASM_SNAPSHOTS"} // "off": no snapshot instances (host/wasm, docs/RUNTIME.md)
 
 // Source is where a configuration comes from.
 type Source struct {
