@@ -50,6 +50,13 @@ var methods = map[string]bool{
 	"prompts/list": true, "prompts/get": true, "completion/complete": true, "logging/setLevel": true,
 }
 
+// notifications are the client-to-server notifications the SDK handles;
+// others are accepted and ignored.
+var notifications = map[string]bool{
+	"notifications/initialized": true, "notifications/cancelled": true, "notifications/progress": true,
+	"notifications/roots/list_changed": true,
+}
+
 // Handler serves MCP over streamable HTTP, one MCP server per session.
 // Mount it at one path (toolshed serve: /mcp); it serves POST, GET and
 // DELETE there.
@@ -170,6 +177,11 @@ func (s *Server) post(h http.Handler, w http.ResponseWriter, r *http.Request, si
 		switch {
 		case m.call && !methods[m.method]:
 			writeRPCError(w, http.StatusOK, m.id, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q not found", m.method))
+			return
+		case !m.call && m.method != "" && !notifications[m.method]:
+			// A notification nobody here handles is ignored, as JSON-RPC
+			// has it (the SDK would answer 400).
+			w.WriteHeader(http.StatusAccepted)
 			return
 		case m.method == "notifications/cancelled":
 			s.cancelInflight(sid, m.params)

@@ -329,6 +329,9 @@ func TestHTTPRefusals(t *testing.T) {
 	if resp.StatusCode != 200 || len(msgs) != 1 || msgs[0].Error.Code != -32601 || msgs[0].ID != "x" {
 		t.Fatalf("unknown method: %d %+v", resp.StatusCode, msgs)
 	}
+	if resp, msgs := c.post(`{"jsonrpc":"2.0","method":"notifications/no_such"}`); resp.StatusCode != 202 || len(msgs) != 0 {
+		t.Fatalf("unknown notification: %d %+v", resp.StatusCode, msgs)
+	}
 	resp, _ = c.post(`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`)
 	if resp.StatusCode != 400 {
 		t.Fatalf("batch: %d", resp.StatusCode)
