@@ -440,3 +440,55 @@ func TestPluginsPushCredentials(t *testing.T) {
 		t.Fatalf("config print shows the registry password: %s", out)
 	}
 }
+
+// TestServeReadinessFollowsRegistry: a replica whose registry is down at
+// its first start is alive but not ready, says why, and becomes ready
+// once its sources are pulled; /v1/plugins and metrics show each step.
+func TestServeReadinessFollowsRegistry(t *testing.T) {
+	reg := ocitest.NewRegistry(t)
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	c, _ := oci.NewClient(oci.Options{DockerConfig: filepath.Join(t.TempDir(), "none.json"), HTTPClient: &http.Client{}})
+	ref := reg.Host + "/plugins/textkit:stable"
+	d, err := c.Push(context.Background(), ref, ocitest.Textkit(t, "1.0.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.SetDown(true)
+	s := startServe(t, &scripted.Model{}, map[string]string{"plugins.dir": filepath.Join(t.TempDir(), "pulled"), "registry.sources": ref})
+	ready := func(wantCode int, want string) {
+		t.Helper()
+		resp, body := send(t, "GET", s.url+"/readyz", "", "")
+		if resp.StatusCode != wantCode || !strings.Contains(body, want) {
+			t.Fatalf("/readyz: %d %q, want %d %q", resp.StatusCode, body, wantCode, want)
+		}
+		if resp, _ := send(t, "GET", s.url+"/healthz", "", ""); resp.StatusCode != 200 {
+			t.Fatalf("/healthz %d", resp.StatusCode)
+		}
+	}
+	ready(503, "the first registry sync has not finished")
+	s.server.sync.SyncOnce(context.Background())
+	ready(503, "response status code 503")
+	reg.SetDown(false)
+	if err := s.server.sync.SyncOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ready(200, "ready")
+	_, body := send(t, "GET", s.url+"/v1/plugins", "", "")
+	var v struct {
+		Plugins []struct{ Name, Version, Digest, Source, SHA256 string }
+		Sources []oci.SourceStatus
+	}
+	json.Unmarshal([]byte(body), &v)
+	if len(v.Plugins) != 1 || v.Plugins[0].Digest != d || v.Plugins[0].Source != ref || v.Plugins[0].SHA256 == "" ||
+		len(v.Sources) != 1 || v.Sources[0].Error != "" || v.Sources[0].Failures != 1 || v.Sources[0].Updates != 1 {
+		t.Fatalf("/v1/plugins: %s", body)
+	}
+	_, m := send(t, "GET", s.url+"/metrics", "", "")
+	for _, want := range []string{`toolshed_registry_source_updates_total{source="` + ref + `"} 1`,
+		`toolshed_registry_source_failures_total{source="` + ref + `"} 1`, `toolshed_registry_source_failing{source="` + ref + `"} 0`,
+		`toolshed_registry_syncs_total 2`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}

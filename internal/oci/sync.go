@@ -22,6 +22,10 @@ type SyncOptions struct {
 	Sources []string
 	// Interval between rounds; 0 syncs once, at Run's start.
 	Interval time.Duration
+	// Timeout bounds one source's sync (resolve, pull, write): a registry
+	// that hangs or trickles fails that source's round instead of holding
+	// every later one. 0 is DefaultSyncTimeout.
+	Timeout time.Duration
 	// Client talks to the registries.
 	Client *Client
 	// Logger receives what each round did; nil discards.
@@ -31,6 +35,10 @@ type SyncOptions struct {
 	// at the watcher's next look).
 	OnUpdate func()
 }
+
+// DefaultSyncTimeout is SyncOptions.Timeout's default: a 128 MiB module
+// at 1 MB/s.
+const DefaultSyncTimeout = 2 * time.Minute
 
 // SourceStatus is what a Syncer knows of one source.
 type SourceStatus struct {
@@ -193,7 +201,13 @@ func (s *Syncer) SyncOnce(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
-		updated, err := s.syncOne(ctx, i, r)
+		timeout := s.opts.Timeout
+		if timeout <= 0 {
+			timeout = DefaultSyncTimeout
+		}
+		sctx, cancel := context.WithTimeout(ctx, timeout)
+		updated, err := s.syncOne(sctx, i, r)
+		cancel()
 		if updated != nil && s.opts.OnUpdate != nil {
 			s.opts.OnUpdate() // before the status says the version is there
 		}

@@ -216,3 +216,32 @@ func TestSyncRefusesAnotherPlugin(t *testing.T) {
 		t.Fatal("the other plugin was written")
 	}
 }
+
+// TestSyncTimeout: a registry that accepts and never answers fails the
+// round within SyncOptions.Timeout; the last good version stays.
+func TestSyncTimeout(t *testing.T) {
+	ctx := context.Background()
+	reg := ocitest.NewRegistry(t)
+	c := client(t, oci.Options{})
+	ref := reg.Host + "/plugins/textkit:stable"
+	d, _ := c.Push(ctx, ref, ocitest.Textkit(t, "1.0.0"))
+	s, err := oci.NewSyncer(oci.SyncOptions{Dir: t.TempDir(), Sources: []string{ref}, Client: c, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SyncOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reg.SetHang(true)
+	defer reg.SetHang(false)
+	start := time.Now()
+	err = s.SyncOnce(ctx)
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "deadline exceeded") || took > 3*time.Second {
+		t.Fatalf("hanging registry: %v after %s", err, took)
+	}
+	if st := s.Status()[0]; st.Digest != d || st.Error == "" {
+		t.Fatalf("status %+v", st)
+	}
+	t.Logf("hanging registry: round failed after %s: %v", took.Round(time.Millisecond), err)
+}

@@ -40,6 +40,7 @@ type Registry struct {
 	srv  *httptest.Server
 
 	down     atomic.Bool
+	hang     atomic.Bool
 	mu       sync.Mutex
 	tamper   map[string]bool // blob digests whose content is altered on the way out
 	requests atomic.Int64
@@ -53,6 +54,10 @@ func NewRegistry(t testing.TB) *Registry {
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.requests.Add(1)
+		if r.hang.Load() {
+			<-req.Context().Done() // a registry that accepts and never answers
+			return
+		}
 		if r.down.Load() {
 			http.Error(w, "registry down for maintenance", http.StatusServiceUnavailable)
 			return
@@ -97,6 +102,10 @@ func NewRegistry(t testing.TB) *Registry {
 
 // SetDown makes every request fail with 503 (true) or serves again.
 func (r *Registry) SetDown(down bool) { r.down.Store(down) }
+
+// SetHang makes every request wait, unanswered, until the client gives
+// up (true), or serves again.
+func (r *Registry) SetHang(hang bool) { r.hang.Store(hang) }
 
 // Tamper alters the content of the blob with this digest on every fetch
 // from now on (a compromised mirror or proxy).
