@@ -211,6 +211,7 @@ func locateGoRNG(mem []byte, entropy []byte) (goRNG, error) {
 		chains = append(chains, &chain{init: seed, g: mrand.NewChaCha8(seedBytes(seed)), cur: seed})
 	}
 	const period = 4*chachaChunk - chachaReseed
+	checked := map[uint32]bool{}
 	for k := 0; k < maxReseeds; k++ {
 		for _, c := range chains {
 			if k > 0 {
@@ -224,14 +225,17 @@ func locateGoRNG(mem []byte, entropy []byte) (goRNG, error) {
 				c.cur = nextSeed(c.g)
 			}
 			at, ok := byseed[c.cur]
-			if !ok {
+			if !ok || checked[at] {
 				continue
 			}
 			// m0.cheaprand follows m0's state: its first output, then
-			// advanced by cheaprand's steps.
+			// advanced by cheaprand's steps. (The global generator's
+			// state descends from the entropy too, re-seeded from its
+			// own outputs: it has no cheaprand after it.)
+			checked[at] = true
 			cr := at + chachaSize
 			if uint64(cr)+8 > uint64(len(mem)) {
-				break
+				continue
 			}
 			v := binary.LittleEndian.Uint64(mem[cr:])
 			x := mrand.NewChaCha8(seedBytes(c.init)).Uint64()
@@ -241,7 +245,6 @@ func locateGoRNG(mem []byte, entropy []byte) (goRNG, error) {
 				}
 				x = cheapStep(x)
 			}
-			return goRNG{}, fmt.Errorf("the word after m0's generator at %#x is not its cheaprand", at)
 		}
 	}
 	return goRNG{}, fmt.Errorf("none of the %d ChaCha8 states descends from the runtime's seed (not a Go runtime this host knows)", len(states))
