@@ -232,7 +232,7 @@ func TestAdmission(t *testing.T) {
 // until InitTimeout.
 func TestInitTimeout(t *testing.T) {
 	h := testHost(t, nil)
-	s, url := serveMCP(t, h, &mcpserver.Options{MaxSessions: 2, InitTimeout: 300 * time.Millisecond})
+	s, url := serveMCP(t, h, &mcpserver.Options{MaxSessions: 2, InitTimeout: time.Second})
 	for range 2 {
 		(&raw{t: t, url: url}).initialize(false)
 	}
@@ -246,7 +246,7 @@ func TestInitTimeout(t *testing.T) {
 	// A client that completes initialization keeps its session past it.
 	c := &raw{t: t, url: url}
 	c.initialize(true)
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond)
 	if resp, msgs := c.post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`); resp.StatusCode != 200 || len(msgs) != 1 || msgs[0].Error != nil {
 		t.Fatalf("ping after init timeout: %d %+v", resp.StatusCode, msgs)
 	}
@@ -609,7 +609,7 @@ func TestChartAsContent(t *testing.T) {
 // TestArtifactRetention: an artifact past its retention cannot be read,
 // and the sweep removes its file.
 func TestArtifactRetention(t *testing.T) {
-	h, store := chartHost(t, 300*time.Millisecond)
+	h, store := chartHost(t, 2*time.Second)
 	_, url := serveMCP(t, h, &mcpserver.Options{Artifacts: store})
 	cs, err := connect(t, url, nil)
 	if err != nil {
@@ -626,7 +626,7 @@ func TestArtifactRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(2200 * time.Millisecond)
 	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}); err == nil {
 		t.Fatal("an artifact past its retention was read")
 	}
@@ -704,20 +704,20 @@ func TestDispatcher(t *testing.T) {
 // progress, nor of one idle for less.
 func TestEviction(t *testing.T) {
 	h := testHost(t, nil)
-	s, url := serveMCP(t, h, &mcpserver.Options{MaxSessions: 2, EvictAfter: 300 * time.Millisecond})
+	s, url := serveMCP(t, h, &mcpserver.Options{MaxSessions: 2, EvictAfter: time.Second})
 	old, busy := &raw{t: t, url: url}, &raw{t: t, url: url}
 	old.initialize(true)
 	busy.initialize(true)
 	done := make(chan []rpcMsg, 1)
 	go func() {
-		_, msgs := busy.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait_ms","arguments":{"ms":800}}}`)
+		_, msgs := busy.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait_ms","arguments":{"ms":2500}}}`)
 		done <- msgs
 	}()
 	// Both fresh: refused.
 	if resp, _ := (&raw{t: t, url: url}).post(initBody); resp.StatusCode != 503 {
 		t.Fatalf("while both are fresh: %d", resp.StatusCode)
 	}
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(1300 * time.Millisecond)
 	newer := &raw{t: t, url: url}
 	newer.initialize(true)
 	if resp, _ := old.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`); resp.StatusCode != 404 {
@@ -743,7 +743,9 @@ func TestEviction(t *testing.T) {
 // passed: slots and goroutines come back.
 func TestUninitializedFlood(t *testing.T) {
 	h := testHost(t, nil)
-	s, url := serveMCP(t, h, &mcpserver.Options{MaxSessions: 100, InitTimeout: 500 * time.Millisecond})
+	// InitTimeout outlasts the burst, even on a loaded machine, so that
+	// no slot frees up during it.
+	s, url := serveMCP(t, h, &mcpserver.Options{MaxSessions: 100, InitTimeout: 3 * time.Second})
 	http.DefaultClient.CloseIdleConnections()
 	before := runtime.NumGoroutine()
 	var wg sync.WaitGroup
