@@ -2,9 +2,12 @@
 // plugins and tools its manifests describe, a search index over those tools,
 // and the errors of the manifests that failed.
 //
-// Building a snapshot reads manifests only: no byte of any .wasm module is
-// read. A module is opened, hashed and checked against its manifest only
-// when a tool of its plugin is needed (Plugin.ReadModule).
+// By default building a snapshot reads manifests only: no byte of any
+// .wasm module is read, and a module is opened, hashed and checked against
+// its manifest when a tool of its plugin is needed (Plugin.ReadModule).
+// With Options.RequireModules (what every toolshed command and hot reload
+// use) a plugin is admitted only once its module is there, matches and
+// passes Options.CheckModule.
 //
 // A Snapshot is immutable once Load returns and safe for concurrent use by
 // any number of goroutines; callers must treat its fields (and the plugins
