@@ -414,8 +414,29 @@ func TestBundledDefaults(t *testing.T) {
 	if code != 3 || !strings.Contains(out, `"sql" is not granted`) {
 		t.Fatalf("--grants did not replace the folder's grants: exit %d %q", code, out)
 	}
+	// A grants file other users could have written is not applied: the
+	// command stops and says why (docs/SECURITY.md).
+	ownPath := filepath.Join(dir, "_grants.json")
+	for _, c := range []struct {
+		path string
+		mode os.FileMode
+		want string
+	}{{ownPath, 0o646, "is writable by every user"}, {dir, 0o777, "is writable by every user"}} {
+		st, _ := os.Stat(c.path)
+		os.Chmod(c.path, c.mode)
+		code, _, errs := runCLI("call", "--plugins", dir, "--cache-dir=off", "executeSql", `{"sql": "SELECT 1"}`)
+		os.Chmod(c.path, st.Mode().Perm())
+		if code != 1 || !strings.Contains(errs, "the plugin folder's grants are not applied") || !strings.Contains(errs, c.want) {
+			t.Fatalf("%s mode %#o: exit %d %s", c.path, c.mode, code, errs)
+		}
+	}
+	os.Rename(ownPath, ownPath+".real")
+	os.Symlink(ownPath+".real", ownPath)
+	if code, _, errs := runCLI("call", "--plugins", dir, "--cache-dir=off", "executeSql", `{"sql": "SELECT 1"}`); code != 1 || !strings.Contains(errs, "not a regular file") {
+		t.Fatalf("a linked grants file: exit %d %s", code, errs)
+	}
 	// A folder without a grants file gets nothing.
-	os.Remove(filepath.Join(dir, "_grants.json"))
+	os.Remove(ownPath)
 	code, out, _ = runCLI("call", "--plugins", dir, "--cache-dir=off", "executeSql", `{"sql": "SELECT 1"}`)
 	if code != 3 || !strings.Contains(out, `"sql" is not granted`) {
 		t.Fatalf("a folder without grants: exit %d %q", code, out)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -53,6 +54,9 @@ func loadOperator(pluginDir, grantsPath string) (*operator, error) {
 	if grantsPath == "" {
 		own := filepath.Join(pluginDir, catalog.GrantsFile)
 		if _, err := os.Lstat(own); err == nil {
+			if err := checkOwnGrants(own); err != nil {
+				return nil, fmt.Errorf("the plugin folder's grants are not applied: %w; fix it, or give --grants FILE (plugins.grants)", err)
+			}
 			grantsPath = own
 		}
 	}
