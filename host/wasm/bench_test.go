@@ -104,7 +104,10 @@ const (
 )
 
 func (f *fixture) hostMode(tb testing.TB, cache string, pool int, mode string) *Host {
-	h, err := New(&Options{CacheDir: cache, PoolSize: pool, FreshInstances: mode != modeDefault})
+	// The compile budget is not under test here: an uncached compile of
+	// benchkit under the race detector on a loaded machine can pass 30 s.
+	h, err := New(&Options{CacheDir: cache, PoolSize: pool, FreshInstances: mode != modeDefault,
+		Caps: Caps{CompileTimeout: 5 * time.Minute}})
 	if err != nil {
 		tb.Fatal(err)
 	}
