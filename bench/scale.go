@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -179,6 +180,9 @@ func sessionMemory(e *echoPlugin, tmp string, n int, fresh bool) (memoryRow, err
 	if _, err := warm.Call(ctx, e.tool, args); err != nil {
 		return memoryRow{}, err
 	}
+	// Freed heap returned to the OS first, so that resident memory moves
+	// with what the sessions hold, not with the collector's timing.
+	debug.FreeOSMemory()
 	h0, r0, p0 := heapInUse(), rss(), pss()
 	open := make([]interface{ Close(context.Context) error }, 0, n)
 	for i := 0; i < n; i++ {
@@ -188,6 +192,7 @@ func sessionMemory(e *echoPlugin, tmp string, n int, fresh bool) (memoryRow, err
 		}
 		open = append(open, s)
 	}
+	debug.FreeOSMemory()
 	h1, r1, p1 := heapInUse(), rss(), pss()
 	row := memoryRow{Sessions: n, HeapPerSession: (float64(h1) - float64(h0)) / float64(n) / (1 << 20), RSSPerSession: -1, PSSPerSession: -1}
 	if fresh {
