@@ -481,7 +481,8 @@ func TestServeChartArtifact(t *testing.T) {
 	grants := filepath.Join(t.TempDir(), "grants.json")
 	os.WriteFile(grants, []byte(`{"plugins": {"chart": {"artifacts": "`+artifacts+`"}}}`), 0o644)
 	s := startServe(t, &scripted.Model{}, map[string]string{"plugins.dir": dir, "plugins.grants": grants,
-		"server.api_keys": key, "server.public_url": "https://toolshed.example/", "artifacts.inline_kb": "64"})
+		"server.api_keys": key, "server.public_url": "https://toolshed.example/", "artifacts.inline_kb": "64",
+		"limits.compile_timeout": "3m"}) // a loaded machine, or the race detector, compiles slowly
 	ask := `use createBarChart with {"title":"Orders","labels":["Paris","Lyon"],"series":[{"name":"n","values":[3,4]}]} to bar chart`
 	req, _ := http.NewRequest("POST", s.url+"/v1/chat/completions", strings.NewReader(`{"model":"scripted","messages":[{"role":"user","content":`+strconv.Quote(ask)+`}]}`))
 	req.Header.Set("Content-Type", "application/json")
