@@ -198,6 +198,7 @@ func TestMCPOverStdio(t *testing.T) {
 	dir, _ := textkitDir(t)
 	runCLI("plugins", "pin", filepath.Join(dir, "textkit.json"))
 	t.Setenv("TOOLSHED_PLUGINS_CACHE_DIR", testCacheDir)
+	t.Setenv("TOOLSHED_LIMITS_COMPILE_TIMEOUT", "3m") // a loaded machine, or the race detector, compiles slowly
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	stdin = inR

@@ -60,7 +60,8 @@ func startServe(t testing.TB, model *scripted.Model, flags map[string]string) *s
 	up := httptest.NewServer(model)
 	t.Cleanup(up.Close)
 	all := map[string]string{"model.base_url": up.URL + "/v1", "model.name": "scripted", "plugins.dir": dir,
-		"plugins.cache_dir": testCacheDir, "agent.time": "false", "agent.todo": "false", "model.retries": "0"}
+		"plugins.cache_dir": testCacheDir, "agent.time": "false", "agent.todo": "false", "model.retries": "0",
+		"limits.compile_timeout": "3m"} // a loaded machine, or the race detector, compiles slowly
 	for k, v := range flags {
 		all[k] = v
 	}
@@ -481,8 +482,7 @@ func TestServeChartArtifact(t *testing.T) {
 	grants := filepath.Join(t.TempDir(), "grants.json")
 	os.WriteFile(grants, []byte(`{"plugins": {"chart": {"artifacts": "`+artifacts+`"}}}`), 0o644)
 	s := startServe(t, &scripted.Model{}, map[string]string{"plugins.dir": dir, "plugins.grants": grants,
-		"server.api_keys": key, "server.public_url": "https://toolshed.example/", "artifacts.inline_kb": "64",
-		"limits.compile_timeout": "3m"}) // a loaded machine, or the race detector, compiles slowly
+		"server.api_keys": key, "server.public_url": "https://toolshed.example/", "artifacts.inline_kb": "64"})
 	ask := `use createBarChart with {"title":"Orders","labels":["Paris","Lyon"],"series":[{"name":"n","values":[3,4]}]} to bar chart`
 	req, _ := http.NewRequest("POST", s.url+"/v1/chat/completions", strings.NewReader(`{"model":"scripted","messages":[{"role":"user","content":`+strconv.Quote(ask)+`}]}`))
 	req.Header.Set("Content-Type", "application/json")
