@@ -1,0 +1,47 @@
+package metrics
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/toolshed/toolshed/host"
+)
+
+func TestSeries(t *testing.T) {
+	var none *Metrics // a nil *Metrics records nothing and does not panic
+	none.MCPRefused()
+	none.MCPClosed("ended")
+	none.SessionStarted("mcp")()
+	none.ObserveCall(&host.ToolCallRecord{Name: "x"})
+	none.ObserveHTTP("/", 200, 0)
+
+	m := New(Options{Known: func(name string) bool { return name == "slugify" }})
+	m.MCPRefused()
+	m.MCPClosed("evicted")
+	m.MCPClosed("evicted")
+	end := m.SessionStarted("mcp")
+	m.ObserveCall(&host.ToolCallRecord{Name: "slugify", Plugin: "textkit"})
+	m.ObserveCall(&host.ToolCallRecord{Name: "madeUp", Plugin: "textkit", IsError: true})
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	for _, want := range []string{
+		"toolshed_mcp_sessions_refused_total 1",
+		`toolshed_mcp_sessions_closed_total{reason="evicted"} 2`,
+		`toolshed_sessions_active{front="mcp"} 1`,
+		`toolshed_tool_calls_total{outcome="ok",plugin="textkit",tool="slugify"} 1`,
+		`toolshed_tool_calls_total{outcome="error",plugin="textkit",tool="unknown"} 1`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("no %s in\n%s", want, body)
+		}
+	}
+	end()
+	rec = httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if body, _ := io.ReadAll(rec.Body); !strings.Contains(string(body), `toolshed_sessions_active{front="mcp"} 0`) {
+		t.Error("the session did not end")
+	}
+}
