@@ -76,9 +76,21 @@ func admission(search *search.Config) *catalog.Options {
 	return &catalog.Options{Search: search, RequireModules: true, CheckModule: wasm.CheckModule}
 }
 
-// loadCatalog loads dir as every command does (admission).
+// loadCatalog loads dir as every command does (admission). Modules that
+// passed before and have not changed since are not read again
+// (verifiedFile); "plugins validate" reads them all (fresh).
 func loadCatalog(dir string, search *search.Config) (*catalog.Snapshot, error) {
-	snap, err := catalog.Load(dir, admission(search))
+	return loadCatalogWith(dir, search, false)
+}
+
+func loadCatalogWith(dir string, search *search.Config, fresh bool) (*catalog.Snapshot, error) {
+	opts := admission(search)
+	if p := verifiedPath(); p != "" && !fresh {
+		v := openVerified(p)
+		opts.Verified = v
+		defer v.save()
+	}
+	snap, err := catalog.Load(dir, opts)
 	if err != nil && errors.Is(err, os.ErrNotExist) {
 		if abs, aerr := filepath.Abs(dir); aerr == nil && abs != dir {
 			return nil, fmt.Errorf("%w (%s)", err, abs)

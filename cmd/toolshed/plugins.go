@@ -166,7 +166,7 @@ func pluginsValidate(args []string, stdout, stderr io.Writer) error {
 	if dir, err = pluginDir(dir); err != nil {
 		return err
 	}
-	snap, err := loadCatalog(dir, nil)
+	snap, err := loadCatalogWith(dir, nil, true) // every module read: the full verdict
 	if err != nil {
 		return err
 	}

@@ -95,6 +95,10 @@ type Options struct {
 	// (wasm.CheckModule: its ABI exports and imports); a module it refuses
 	// keeps its plugin out. Nil accepts any bytes.
 	CheckModule func(code []byte) error
+	// Verified, with RequireModules, remembers the modules that passed,
+	// so that a later load (by another process) of an unchanged module
+	// need not read and hash it again. Nil: every module is read.
+	Verified VerifiedModules
 	// Previous is the snapshot being replaced (of the same directory): a
 	// manifest that now fails (or whose unit is incomplete) keeps its
 	// previous version live; a file keeps the plugin name it held; a
@@ -110,6 +114,25 @@ type Options struct {
 // file (host/wasm.GrantsFile) the command line applies to the folder's
 // plugins when the operator gives none. It is not a manifest.
 const GrantsFile = "_grants.json"
+
+// checkModule applies CheckModule, if set.
+func (o *Options) checkModule(code []byte) error {
+	if o.CheckModule == nil {
+		return nil
+	}
+	return o.CheckModule(code)
+}
+
+// VerifiedModules remembers modules that passed RequireModules' checks
+// (present, matching the manifest's sha256, accepted by CheckModule).
+// Known must report true only when the module's file is, beyond doubt,
+// the one Remember was told about with that sha256 (the same file,
+// unchanged since); a false negative only costs a read. Compiling a module
+// reads and hashes it again whatever Known said.
+type VerifiedModules interface {
+	Known(p *Plugin) bool
+	Remember(p *Plugin)
+}
 
 // IsManifestName reports whether a file name in a plugin directory is a
 // manifest: NAME.json, not hidden, not an editor's temporary file and not
@@ -317,14 +340,16 @@ func LoadFS(fsys fs.FS, dir string, opts *Options) (*Snapshot, error) {
 		if opts.RequireModules {
 			if old := c.old; old != nil && old.Manifest.SHA256 == m.SHA256 && old.Manifest.Version == m.Version {
 				// Unchanged pin: the module was checked when it was admitted.
+			} else if opts.Verified != nil && opts.Verified.Known(p) {
+				// The same file passed before, in an earlier load.
 			} else if code, err := p.ReadModule(); err != nil {
 				fail(c.file, fmt.Errorf("%w; the plugin is left out until its module is there and matches", err))
 				continue
-			} else if opts.CheckModule != nil {
-				if err := opts.CheckModule(code); err != nil {
-					fail(c.file, fmt.Errorf("plugin %q: module %s: %w", m.Name, p.ModulePath, err))
-					continue
-				}
+			} else if err := opts.checkModule(code); err != nil {
+				fail(c.file, fmt.Errorf("plugin %q: module %s: %w", m.Name, p.ModulePath, err))
+				continue
+			} else if opts.Verified != nil {
+				opts.Verified.Remember(p)
 			}
 		}
 		add(p)
