@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/internal/wasmbuild"
 )
 
 // TestValidateAgreesWithServe: on one folder holding a good plugin, a
@@ -68,5 +69,30 @@ func TestValidateAgreesWithServe(t *testing.T) {
 	}
 	if !strings.Contains(out, "ok      "+filepath.Join(dir, "textkit.json")) {
 		t.Fatalf("validate does not pass textkit:\n%s", out)
+	}
+}
+
+// TestValidateCompile: a module with the ABI's exports that no compile
+// would take (more functions than the compile budget allows) passes
+// "plugins validate", as it passes serve's load, and fails
+// "plugins validate --compile", as its first call would under serve.
+func TestValidateCompile(t *testing.T) {
+	src := `(module (memory (export "memory") 1)
+  (func (export "toolshed_abi_version") (result i32) i32.const 1)
+  (func (export "toolshed_alloc") (param i32) (result i32) i32.const 0)
+  (func (export "toolshed_call") (param i32 i32) (result i64) i64.const 0)` +
+		strings.Repeat("(func)", 50001) + ")"
+	module := wasmbuild.WAT(t, []byte(src))
+	dir := t.TempDir()
+	sum := sha256.Sum256(module)
+	os.WriteFile(filepath.Join(dir, "big.wasm"), module, 0o644)
+	os.WriteFile(filepath.Join(dir, "big.json"), []byte(`{"name": "big", "version": "1.0.0", "abi_version": 1, "wasm": "big.wasm",
+  "sha256": "`+hex.EncodeToString(sum[:])+`", "tools": [{"name": "bigTool", "description": "Too big to compile."}]}`), 0o644)
+	if code, out, errs := runCLI("plugins", "validate", dir); code != 0 || !strings.Contains(out, "ok      "+filepath.Join(dir, "big.json")) {
+		t.Fatalf("validate: exit %d %s%s", code, out, errs)
+	}
+	code, out, errs := runCLI("plugins", "validate", "--compile", dir)
+	if code != 1 || !strings.Contains(out, "FAILED  "+filepath.Join(dir, "big.json")) || !strings.Contains(out, "over the compile budget") {
+		t.Fatalf("validate --compile: exit %d %s%s", code, out, errs)
 	}
 }
