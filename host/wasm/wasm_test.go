@@ -115,6 +115,11 @@ func newHost(t testing.TB, opts *wasm.Options) (*wasm.Host, *logBuffer) {
 	if opts.CacheDir == "" {
 		opts.CacheDir = filepath.Join(os.TempDir(), "toolshed-test-cache")
 	}
+	if raceEnabled && opts.Caps.CompileTimeout == 0 {
+		// wazero's compiler under the race detector on a loaded machine
+		// can take longer than the default budget for a Go module.
+		opts.Caps.CompileTimeout = 5 * time.Minute
+	}
 	h, err := wasm.New(opts)
 	if err != nil {
 		t.Fatal(err)
