@@ -513,3 +513,49 @@ func firstLineOf(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
 }
+
+// busyWAT loops forever writing to its memory.
+const busyWAT = `(module
+  (memory (export "memory") 2)
+  (func (export "toolshed_abi_version") (result i32) (i32.const 1))
+  (func (export "toolshed_alloc") (param i32) (result i32) (i32.const 4096))
+  (func (export "toolshed_call") (param i32 i32) (result i64)
+    (local $i i32)
+    (loop $l
+      (i32.store (i32.and (local.get $i) (i32.const 0xfffc)) (local.get $i))
+      (local.set $i (i32.add (local.get $i) (i32.const 4)))
+      (br $l))
+    (i64.const 0)))`
+
+// Closing the host (a shutdown) or a plugin's runtime (a reload retiring
+// it) while a call runs and writes to its memory: the memory stays mapped
+// until the call has left the module, the call ends with an error, and
+// the process lives on. Before the execGate, this faulted the host.
+func TestCloseUnderRunningCall(t *testing.T) {
+	snap := writePlugins(t, spec{name: "busy", module: wasmbuild.WAT(t, []byte(busyWAT)), tools: []string{"busy"},
+		limits: `{"timeout_ms": 20000}`})
+	tool, _ := snap.Tool("busy")
+	for i := 0; i < 5; i++ {
+		h, _ := newHost(t, &wasm.Options{PoolSize: -1})
+		s := h.NewSession()
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Call(context.Background(), tool, json.RawMessage(`{}`))
+			done <- err
+		}()
+		time.Sleep(200 * time.Millisecond) // the call is in its loop
+		start := time.Now()
+		if err := h.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatal("a call cut off by Close succeeded")
+			}
+			t.Logf("closed under a running call: %v after %s", err, time.Since(start))
+		case <-time.After(10 * time.Second):
+			t.Fatal("the call did not end after Close")
+		}
+	}
+}

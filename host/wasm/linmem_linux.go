@@ -15,14 +15,20 @@ import (
 // instance's linear memory costs the host at most its cap, where Go's
 // append-and-copy growth cost up to about 5× (the old and new backing
 // arrays live together until the garbage collector runs).
-var memoryAllocator experimental.MemoryAllocator = experimental.MemoryAllocatorFunc(newMmapMemory)
-
-type mmapMemory struct {
-	buf  []byte // the whole reservation; len is the current size
-	heap bool   // buf is a Go array, not a mapping
+//
+// The mapping is unmapped once the module is closed and none of its code
+// runs (g, see execGate).
+func memoryAllocator(g *execGate) experimental.MemoryAllocator {
+	return experimental.MemoryAllocatorFunc(func(_, max uint64) experimental.LinearMemory { return newMmapMemory(g, max) })
 }
 
-func newMmapMemory(_, max uint64) experimental.LinearMemory {
+type mmapMemory struct {
+	buf  []byte    // the whole reservation; len is the current size
+	heap bool      // buf is a Go array, not a mapping
+	gate *execGate // who may still run code in it
+}
+
+func newMmapMemory(g *execGate, max uint64) *mmapMemory {
 	if max == 0 || max > 1<<32 {
 		return &mmapMemory{buf: []byte{}, heap: true}
 	}
@@ -33,7 +39,7 @@ func newMmapMemory(_, max uint64) experimental.LinearMemory {
 		// maximum, allocated once.
 		return &mmapMemory{buf: make([]byte, 0, max), heap: true}
 	}
-	return &mmapMemory{buf: b[:0]}
+	return &mmapMemory{buf: b[:0], gate: g}
 }
 
 func (m *mmapMemory) Reallocate(size uint64) []byte {
@@ -44,9 +50,16 @@ func (m *mmapMemory) Reallocate(size uint64) []byte {
 	return m.buf
 }
 
+// Free unmaps the reservation, at once when no code of the instance runs,
+// else when the last goroutine running it leaves (execGate.exit).
 func (m *mmapMemory) Free() {
-	if m.buf != nil && !m.heap {
-		syscall.Munmap(m.buf[:cap(m.buf)])
-		m.buf = nil
+	if m.heap {
+		return
 	}
+	m.gate.whenIdle(func() {
+		if m.buf != nil {
+			syscall.Munmap(m.buf[:cap(m.buf)])
+			m.buf = nil
+		}
+	})
 }

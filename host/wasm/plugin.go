@@ -289,6 +289,7 @@ func signature(params, results []wasmcheck.ValueType) string {
 // instance is one instantiation of a plugin's module.
 type instance struct {
 	plugin *Plugin
+	gate   *execGate // who runs the module's code (its memory is unmapped after)
 	mod    api.Module
 	alloc  api.Function
 	call   api.Function
@@ -381,9 +382,10 @@ func (p *Plugin) slot(ctx context.Context) (release func(), err error) {
 
 // newInstanceFrom makes an instance from s, or a fresh one when s is nil.
 func (p *Plugin) newInstanceFrom(ctx context.Context, s *snapshot) (*instance, error) {
-	in := &instance{plugin: p,
+	in := &instance{plugin: p, gate: newExecGate(),
 		stdout: newLineLog(p.host.log, p.name, "stdout"),
 		stderr: newLineLog(p.host.log, p.name, "stderr")}
+	defer in.gate.exit() // instantiation, initialiser and ABI checks are done
 	release, err := p.slot(ctx)
 	if err != nil {
 		return nil, err
@@ -396,9 +398,9 @@ func (p *Plugin) newInstanceFrom(ctx context.Context, s *snapshot) (*instance, e
 	var mod api.Module
 	var seed [4]uint64
 	if s != nil {
-		mod, seed, err = p.restore(ictx, p.moduleConfig(in), s)
+		mod, seed, err = p.restore(ictx, p.moduleConfig(in), s, in.gate)
 	} else {
-		mod, err = p.fresh(ictx, p.moduleConfig(in), nil)
+		mod, err = p.fresh(ictx, p.moduleConfig(in), nil, in.gate)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, describe(ictx, err))
@@ -583,6 +585,11 @@ func (in *instance) invoke(ctx context.Context, tool string, args json.RawMessag
 		in.stderr.Flush()
 		return abi.Result{}, nil, &CallError{Plugin: p.name, Tool: tool, Err: err}
 	}
+	// The memory stays mapped while the call runs, whoever closes the
+	// module (execGate). Entered before the check: a module closed before
+	// it is seen closed here, and its memory is not touched.
+	in.gate.enter()
+	defer in.gate.exit()
 	if in.dead || in.mod.IsClosed() {
 		return abi.Result{}, nil, &CallError{Plugin: p.name, Tool: tool, Err: ErrDiscarded}
 	}

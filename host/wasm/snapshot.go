@@ -147,7 +147,9 @@ func (p *Plugin) capture(ctx context.Context) (*snapshot, error) {
 	defer cancel()
 	log := &randLog{}
 	in := &instance{plugin: p, stdout: newLineLog(p.host.log, p.name, "stdout"), stderr: newLineLog(p.host.log, p.name, "stderr")}
-	mod, err := p.fresh(ictx, p.moduleConfig(in), log)
+	gate := newExecGate()
+	defer gate.exit()
+	mod, err := p.fresh(ictx, p.moduleConfig(in), log, gate)
 	release()
 	if err != nil {
 		return nil, &initError{describe(ictx, err)}
@@ -207,8 +209,11 @@ func (p *Plugin) moduleConfig(in *instance) wazero.ModuleConfig {
 // module (p.image), the host copies the merged data segments into the
 // memory before the initialiser runs, as instantiation would have; log,
 // when not nil, records what random_get gives the initialiser.
-func (p *Plugin) fresh(ctx context.Context, cfg wazero.ModuleConfig, log *randLog) (api.Module, error) {
-	actx := experimental.WithMemoryAllocator(ctx, memoryAllocator)
+//
+// gate counts the instantiation as running the instance's code (the
+// caller exits it).
+func (p *Plugin) fresh(ctx context.Context, cfg wazero.ModuleConfig, log *randLog, gate *execGate) (api.Module, error) {
+	actx := experimental.WithMemoryAllocator(ctx, memoryAllocator(gate))
 	if p.image == nil {
 		return p.runtime.InstantiateModule(actx, p.module, cfg.WithStartFunctions(abi.ExportInitialize))
 	}
@@ -239,9 +244,9 @@ func (p *Plugin) fresh(ctx context.Context, cfg wazero.ModuleConfig, log *randLo
 
 // restore instantiates the module from the snapshot: no start function,
 // the image's memory, its globals, new seeds. It returns m0's new seed.
-func (p *Plugin) restore(ctx context.Context, cfg wazero.ModuleConfig, s *snapshot) (api.Module, [4]uint64, error) {
+func (p *Plugin) restore(ctx context.Context, cfg wazero.ModuleConfig, s *snapshot, gate *execGate) (api.Module, [4]uint64, error) {
 	var seed [4]uint64
-	mod, err := p.runtime.InstantiateModule(experimental.WithMemoryAllocator(ctx, s.img.allocator()), p.module, cfg.WithStartFunctions())
+	mod, err := p.runtime.InstantiateModule(experimental.WithMemoryAllocator(ctx, s.img.allocator(gate)), p.module, cfg.WithStartFunctions())
 	if err != nil {
 		return nil, seed, err
 	}

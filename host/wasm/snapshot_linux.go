@@ -61,12 +61,11 @@ func (im *memImage) close() {
 // bytes are a private copy-on-write mapping of the image, the rest of its
 // reservation anonymous as for any instance (see memoryAllocator): one
 // reservation of the memory's maximum, so the limit holds the same way.
-func (im *memImage) allocator() experimental.MemoryAllocator {
+func (im *memImage) allocator(g *execGate) experimental.MemoryAllocator {
 	return experimental.MemoryAllocatorFunc(func(_, max uint64) experimental.LinearMemory {
 		im.mu.RLock()
 		defer im.mu.RUnlock()
-		m := newMmapMemory(0, max)
-		mm := m.(*mmapMemory)
+		mm := newMmapMemory(g, max)
 		if im.fd < 0 || mm.heap || im.size > uint64(cap(mm.buf)) {
 			// No mapping to place the image in: a copy.
 			if im.fd >= 0 && mm.heap && uint64(cap(mm.buf)) >= im.size {

@@ -16,7 +16,7 @@ func TestMemImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alloc := im.allocator()
+	alloc := im.allocator(nil)
 	a, b := alloc.Allocate(0, 4<<16), alloc.Allocate(0, 4<<16)
 	ba, bb := a.Reallocate(2<<16), b.Reallocate(2<<16)
 	if !bytes.Equal(ba, img) || !bytes.Equal(bb, img) {
@@ -46,4 +46,32 @@ func TestMemImage(t *testing.T) {
 		t.Error("a closed image was mapped")
 	}
 	d.Free()
+}
+
+// A memory freed while its instance's code runs (a module closed from
+// another goroutine) stays mapped and usable until the last runner
+// leaves, then is unmapped; freed with no runner, it is unmapped at once.
+func TestFreeWaitsForRunningCode(t *testing.T) {
+	g := newExecGate() // the instantiation runs
+	m := newMmapMemory(g, 4<<16)
+	buf := m.Reallocate(1 << 16)
+	g.enter()    // a call
+	g.exit()     // the instantiation is done; the call still runs
+	m.Free()     // closed from elsewhere
+	buf[100] = 7 // would fault if unmapped
+	if m.buf == nil || buf[100] != 7 {
+		t.Fatal("the memory was unmapped while code ran in it")
+	}
+	g.exit() // the call returns
+	if m.buf != nil {
+		t.Fatal("the memory was not unmapped when the last runner left")
+	}
+	idle := newExecGate()
+	idle.exit()
+	m2 := newMmapMemory(idle, 4<<16)
+	m2.Reallocate(1 << 16)
+	m2.Free()
+	if m2.buf != nil {
+		t.Fatal("a memory freed with no runner was not unmapped at once")
+	}
 }
