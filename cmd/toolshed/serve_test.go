@@ -358,6 +358,8 @@ func TestServeModelsAuthAndMetrics(t *testing.T) {
 		`toolshed_plugin_call_duration_seconds_count{plugin="textkit"} 1`,
 		`toolshed_plugin_compiles_total 1`,
 		`toolshed_plugin_instantiations_total`,
+		`toolshed_plugin_snapshots_total`,
+		`toolshed_plugin_restores_total`,
 		`toolshed_catalog_reloads_total 1`,
 		`toolshed_tool_definition_tokens_total{kind="all_loaded"}`,
 		`toolshed_tool_definition_tokens_total{kind="sent"}`,

@@ -100,6 +100,9 @@ func New(opts Options) *Metrics {
 		stat("toolshed_plugin_instantiate_failures_total", "Plugin instances that could not be made.", func(s wasm.Stats) float64 { return float64(s.InstantiateFailures) })
 		stat("toolshed_plugin_pool_hits_total", "Sessions' first calls to a plugin served by a pooled instance.", func(s wasm.Stats) float64 { return float64(s.PoolHits) })
 		stat("toolshed_plugin_pool_misses_total", "Sessions' first calls to a plugin that had to instantiate.", func(s wasm.Stats) float64 { return float64(s.PoolMisses) })
+		stat("toolshed_plugin_snapshots_total", "Plugins snapshotted (their instances restored copy-on-write).", func(s wasm.Stats) float64 { return float64(s.Snapshots) })
+		stat("toolshed_plugin_snapshot_failures_total", "Plugin snapshots refused or dropped (capture or known-answer check failed; instances fresh).", func(s wasm.Stats) float64 { return float64(s.SnapshotFailures) })
+		stat("toolshed_plugin_restores_total", "Plugin instances restored from a snapshot (of the instantiations).", func(s wasm.Stats) float64 { return float64(s.Restores) })
 	}
 	if live != nil {
 		f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "toolshed_catalog_reloads_total",
