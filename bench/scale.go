@@ -16,6 +16,7 @@ import (
 	"github.com/toolshed/toolshed/bench/echo"
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/internal/evalrun"
+	"github.com/toolshed/toolshed/internal/procmem"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -214,19 +215,7 @@ func sessionMemory(e *echoPlugin, tmp string, n int, fresh bool) (memoryRow, err
 
 // pss is the proportional set size in bytes from /proc (0 where there is
 // none).
-func pss() uint64 {
-	b, err := os.ReadFile("/proc/self/smaps_rollup")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
-			kb, _ := strconv.ParseUint(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
+func pss() uint64 { return procmem.PSS() }
 
 // rss is the resident set size in bytes from /proc (0 where there is none).
 func rss() uint64 {

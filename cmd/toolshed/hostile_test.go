@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolshed/toolshed/internal/procmem"
 	"github.com/toolshed/toolshed/internal/wasmbuild"
 )
 
@@ -105,18 +106,8 @@ wait:
 // procHWM reads the high-water mark of a process's RSS, in KiB (0 when it
 // cannot be read, e.g. the process has exited).
 func procHWM(status string) int {
-	b, err := os.ReadFile(status)
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kib int
-			fmt.Sscanf(strings.TrimSpace(v), "%d", &kib)
-			return kib
-		}
-	}
-	return 0
+	b, _ := procmem.Field(status, "VmHWM")
+	return int(b >> 10)
 }
 
 // hostileEnv is a plugin folder, a data directory and a grants file for

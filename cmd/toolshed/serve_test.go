@@ -517,19 +517,7 @@ func TestServeChartArtifact(t *testing.T) {
 	if answer := out.Choices[0].Message.Content; !strings.Contains(answer, a.URL) || strings.Contains(answer, artifacts) {
 		t.Fatalf("answer %q", answer)
 	}
-	get := func(key string) (*http.Response, string) {
-		req, _ := http.NewRequest("GET", s.url+"/v1/artifacts/"+a.ID, nil)
-		if key != "" {
-			req.Header.Set("Authorization", "Bearer "+key)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
-	}
+	get := func(key string) (*http.Response, string) { return send(t, "GET", s.url+"/v1/artifacts/"+a.ID, key, "") }
 	if resp, _ := get(""); resp.StatusCode != 401 {
 		t.Fatalf("without the key: %d", resp.StatusCode)
 	}

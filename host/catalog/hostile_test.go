@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolshed/toolshed/host/manifest"
+	"github.com/toolshed/toolshed/internal/procmem"
 )
 
 // The hostile tests of the plugin folder and identity (issue 13, classes
@@ -252,15 +253,8 @@ func peakRSS() func() int64 {
 		return func() int64 { return -1 }
 	}
 	return func() int64 {
-		data, err := os.ReadFile("/proc/self/status")
-		if err != nil {
-			return -1
-		}
-		for _, line := range strings.Split(string(data), "\n") {
-			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-				kb, _ := strconv.ParseInt(f[1], 10, 64)
-				return kb << 10
-			}
+		if b, ok := procmem.Self("VmHWM"); ok {
+			return b
 		}
 		return -1
 	}

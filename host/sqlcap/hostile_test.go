@@ -6,12 +6,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/toolshed/toolshed/internal/procmem"
 	"github.com/toolshed/toolshed/sdk/abi"
 )
 
@@ -176,22 +176,12 @@ func TestSQLiteNoStateBetweenQueries(t *testing.T) {
 // rss reads VmRSS and VmHWM (peak) of this process in KiB.
 func rss(t *testing.T) (cur, peak int64) {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
+	c, ok := procmem.Self("VmRSS")
+	if !ok {
 		t.Skip("no /proc/self/status")
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 2 && (f[0] == "VmRSS:" || f[0] == "VmHWM:") {
-			n, _ := strconv.ParseInt(f[1], 10, 64)
-			if f[0] == "VmRSS:" {
-				cur = n
-			} else {
-				peak = n
-			}
-		}
-	}
-	return cur, peak
+	p, _ := procmem.Self("VmHWM")
+	return c >> 10, p >> 10
 }
 
 // resetPeak makes VmHWM start again from the current RSS.

@@ -27,6 +27,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/internal/procmem"
 	"github.com/toolshed/toolshed/internal/wasmbuild"
 	"github.com/toolshed/toolshed/sdk/abi"
 )
@@ -318,20 +319,7 @@ func memoryPerInstance(tb testing.TB, f *fixture, n int, mode string) (heapMiB, 
 // pss is this process's proportional set size in bytes (0 off Linux): a
 // page shared by k mappings counts 1/k, so instances sharing their
 // snapshot's pages are not counted once each, as RSS would.
-func pss() uint64 {
-	b, err := os.ReadFile("/proc/self/smaps_rollup")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
-			var kb uint64
-			fmt.Sscan(f[1], &kb)
-			return kb << 10
-		}
-	}
-	return 0
-}
+func pss() uint64 { return procmem.PSS() }
 
 func heapInUse() uint64 {
 	runtime.GC()

@@ -28,6 +28,7 @@ import (
 
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/wasm"
+	"github.com/toolshed/toolshed/internal/procmem"
 	"github.com/toolshed/toolshed/internal/wasmbuild"
 	"github.com/toolshed/toolshed/sdk/plugintest"
 )
@@ -455,13 +456,8 @@ func childRSS(t *testing.T, name, tool string) int64 {
 
 // procStatus reads a field of /proc/self/status in bytes ("VmRSS").
 func procStatus(field string) int64 {
-	b, _ := os.ReadFile("/proc/self/status")
-	for _, line := range strings.Split(string(b), "\n") {
-		var kb int64
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			fmt.Sscan(rest, &kb)
-			return kb << 10
-		}
+	if b, ok := procmem.Self(field); ok {
+		return b
 	}
 	return -1
 }
