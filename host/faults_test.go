@@ -82,13 +82,15 @@ func TestTimeoutAndDeadEndpoint(t *testing.T) {
 	h := faultHost(t, func(w http.ResponseWriter, r *http.Request) {
 		io.ReadAll(r.Body) // so the server notices the client go
 		select {
-		case <-time.After(5 * time.Second):
+		case <-time.After(5 * time.Minute):
 		case <-r.Context().Done():
 		}
 	}, host.Options{RequestTimeout: 100 * time.Millisecond, Retries: 1})
+	// The outcome: the deadline's error, long before the model's 5 minutes
+	// (the bound is one a machine ten times slower meets, not a speed).
 	start := time.Now()
 	_, err := run(h)
-	if err == nil || !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 3*time.Second {
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Minute {
 		t.Fatalf("slow model: err %v after %s", err, time.Since(start))
 	}
 	srv := httptest.NewServer(http.NotFoundHandler())
@@ -171,8 +173,11 @@ func TestRetryAfterAndDeadline(t *testing.T) {
 		_, err := h.Run(ctx, []openai.ChatCompletionMessage{{Role: "user", Content: "hi"}})
 		cancel()
 		var me *host.ModelError
+		// One call and the 429 itself: waiting out Retry-After would have
+		// called again (30 s within a minute) or ended in the context's
+		// deadline (2 s past 500 ms); the time is not asserted.
 		if !errors.As(err, &me) || me.Status != 429 || me.RetryAfter.String() != tc.after+"s" || me.Code != "rate_limit_exceeded" ||
-			n.Load() != 1 || time.Since(start) > 400*time.Millisecond {
+			n.Load() != 1 {
 			t.Fatalf("Retry-After %s: %v (%+v), %d calls in %s", tc.after, err, me, n.Load(), time.Since(start))
 		}
 	}
@@ -187,7 +192,9 @@ func TestRetryAfterAndDeadline(t *testing.T) {
 	start = time.Now()
 	_, err := run(slow)
 	var me *host.ModelError
-	if !errors.As(err, &me) || !me.Timeout || !errors.Is(err, context.DeadlineExceeded) || n.Load() != 1 || time.Since(start) > 2*time.Second {
+	// The upstream never answers: the timeout's error and one call are the
+	// outcome (the time is logged on failure only).
+	if !errors.As(err, &me) || !me.Timeout || !errors.Is(err, context.DeadlineExceeded) || n.Load() != 1 {
 		t.Fatalf("hang: %v, %d calls in %s", err, n.Load(), time.Since(start))
 	}
 }

@@ -67,13 +67,13 @@ func sqlCase(class, name, attack string, stmt func(demo, target string) string, 
 		before, _ := fileSum(demo)
 		target := filepath.Join(e.root, "written.db")
 		base := e.call(60*time.Second, grants, "executeSql", `{"sql":"SELECT 1"}`)
-		r := e.call(within+20*time.Second, grants, "executeSql", sqlArgs(stmt(demo, target)))
+		r := e.call(generous(within), grants, "executeSql", sqlArgs(stmt(demo, target)))
 		after, _ := fileSum(demo)
 		e.check(before == after, r, "the demo database changed")
 		_, err := os.Stat(target)
 		e.check(os.IsNotExist(err), r, "a file was created at %s", target)
 		e.check(r.code != 0, r, "the hostile statement succeeded")
-		e.check(r.took < within, r, "took %v, want < %v", r.took, within)
+		e.ended(r, within)
 		e.check(r.peakMiB < base.peakMiB+maxGrowMiB, r, "peak RSS %.0f MiB, a plain query %.0f MiB", r.peakMiB, base.peakMiB)
 		out := "database unchanged, no file"
 		if before != after {
@@ -82,7 +82,7 @@ func sqlCase(class, name, attack string, stmt func(demo, target string) string, 
 		if err == nil {
 			out += ", FILE CREATED"
 		}
-		return r, out + ": " + firstLineOf(r.stdout+r.stderr)
+		return r, out + ": " + firstLineOf(r.stdout+r.stderr) + overBudget(r, within)
 	}}
 }
 
@@ -91,21 +91,24 @@ func sha256hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// moduleCase runs a hostile module's tool and checks time and peak RSS.
+// moduleCase runs a hostile module's tool and checks that it was stopped
+// (the process ended by itself, with an error) and its peak RSS; within is
+// the time budget the report compares against.
 func moduleCase(class, name, attack string, module func(e *hostileEnv) []byte, limits map[string]int,
 	within time.Duration, maxPeakMiB float64) hostileCase {
 	return hostileCase{class: class, name: name, attack: attack, run: func(e *hostileEnv) (attackRun, string) {
 		e.plugin("hostile.json", "hostile", module(e), limits, nil, "attack")
-		r := e.call(within+30*time.Second, "", "attack", "{}")
+		r := e.call(generous(within), "", "attack", "{}")
 		e.check(r.code != 0, r, "the attack succeeded")
-		e.check(r.took < within, r, "took %v, want < %v", r.took, within)
+		e.ended(r, within)
 		e.check(r.peakMiB < maxPeakMiB, r, "peak RSS %.0f MiB, want < %.0f", r.peakMiB, maxPeakMiB)
-		return r, firstLineOf(r.stderr + r.stdout)
+		return r, firstLineOf(r.stderr+r.stdout) + overBudget(r, within)
 	}}
 }
 
-// Slack: what a call may take beyond its deadline, and what the process may
-// hold beyond a plain call (the Go runtime, the search index, wazero).
+// Slack: what a call may take beyond its deadline in the report's budget,
+// and what the process may hold beyond a plain call (the Go runtime, the
+// search index, wazero).
 const (
 	slack    = 1500 * time.Millisecond
 	basePeak = 160.0 // MiB: a plain call peaks near 60–90 MiB
@@ -133,12 +136,12 @@ var hostileCases = []hostileCase{
 			return "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r) SELECT count(*) FROM r"
 		}, 8*time.Second, 64),
 
-	moduleCase("5 sleep", "wasi-sleep", "poll_oneoff with a 60 s clock under a 2 s timeout",
+	moduleCase("5 sleep", "wasi-sleep", "poll_oneoff with a 600 s clock under a 2 s timeout",
 		func(e *hostileEnv) []byte {
 			return wat(e.t, abiWAT(`(import "wasi_snapshot_preview1" "poll_oneoff" (func $poll (param i32 i32 i32 i32) (result i32)))`,
 				`(memory (export "memory") 1)`, `
     (i32.store (i32.const 2064) (i32.const 1))             ;; clock: monotonic
-    (i64.store (i32.const 2072) (i64.const 60000000000))   ;; 60 s
+    (i64.store (i32.const 2072) (i64.const 600000000000))  ;; 600 s
     (drop (call $poll (i32.const 2048) (i32.const 3072) (i32.const 1) (i32.const 4000)))
     `+okResult, ""))
 		}, map[string]int{"timeout_ms": 2000}, 2*time.Second+slack, basePeak),
@@ -192,30 +195,31 @@ var hostileCases = []hostileCase{
 			map[string]int{"timeout_ms": 2000}, map[string]any{"log": true}, "attack")
 		g := e.grants(map[string]any{"plugins": map[string]any{"hostile": map[string]any{"log": true}}})
 		e.env = append(e.env, "TOOLSHED_DEBUG=1") // every log line reaches stderr
-		r := e.call(40*time.Second, g, "attack", "{}")
-		e.check(r.took < 2*time.Second+slack, r, "took %v", r.took)
+		r := e.call(generous(2*time.Second+slack), g, "attack", "{}")
+		e.ended(r, 2*time.Second+slack)
 		e.check(len(r.stderr) < 256<<10, r, "%d bytes of log", len(r.stderr))
-		return r, fmt.Sprintf("%s; %d KiB of log", firstLineOf(lastLines(r.stderr)), len(r.stderr)>>10)
+		return r, fmt.Sprintf("%s; %d KiB of log", firstLineOf(lastLines(r.stderr)), len(r.stderr)>>10) + overBudget(r, 2*time.Second+slack)
 	}},
 	{class: "10 quotas", name: "artifact-flood", attack: "store 384 KiB artifacts in a loop for 2 s", run: func(e *hostileEnv) (attackRun, string) {
 		e.plugin("hostile.json", "hostile", wat(e.t, hostCallWAT("artifact.put", `{"name":"a.svg","data":"`, 'A', 1<<19, `"}`, true)),
 			map[string]int{"timeout_ms": 2000}, map[string]any{"artifacts": true}, "attack")
 		dir := filepath.Join(e.root, "artifacts")
 		g := e.grants(map[string]any{"plugins": map[string]any{"hostile": map[string]any{"artifacts": dir}}})
-		r := e.call(40*time.Second, g, "attack", "{}")
+		r := e.call(generous(2*time.Second+slack), g, "attack", "{}")
 		files, size := dirUsage(dir)
-		e.check(r.took < 2*time.Second+slack, r, "took %v", r.took)
+		e.ended(r, 2*time.Second+slack)
 		e.check(files <= wasm.DefaultMaxArtifacts && size <= wasm.DefaultMaxArtifactMB<<20, r, "%d artifacts, %d bytes", files, size)
-		return r, fmt.Sprintf("%d files, %.1f MB stored", files, float64(size)/1e6)
+		return r, fmt.Sprintf("%d files, %.1f MB stored", files, float64(size)/1e6) + overBudget(r, 2*time.Second+slack)
 	}},
 	{class: "11 files", name: "fifo-manifest", attack: "a FIFO named x.json in the plugin folder", run: func(e *hostileEnv) (attackRun, string) {
 		e.plugin("ok.json", "ok", wat(e.t, abiWAT("", `(memory (export "memory") 1)`, okResult, "")), nil, nil, "okTool")
 		if err := syscall.Mkfifo(filepath.Join(e.plugins, "x.json"), 0o644); err != nil {
 			e.t.Fatal(err)
 		}
-		r := e.run(10*time.Second, "search", "--plugins", e.plugins, "okTool")
-		e.check(r.code == 0 && strings.Contains(r.stdout, "okTool") && r.took < 5*time.Second, r, "search over a folder with a FIFO")
-		return r, firstLineOf(r.stdout + r.stderr)
+		r := e.run(generous(5*time.Second), "search", "--plugins", e.plugins, "okTool")
+		e.ended(r, 5*time.Second)
+		e.check(r.code == 0 && strings.Contains(r.stdout, "okTool"), r, "search over a folder with a FIFO")
+		return r, firstLineOf(r.stdout+r.stderr) + overBudget(r, 5*time.Second)
 	}},
 	{class: "11 files", name: "fifo-mount", attack: "fs.read of a FIFO inside a granted mount", run: func(e *hostileEnv) (attackRun, string) {
 		mount := filepath.Join(e.root, "mount")
@@ -226,9 +230,12 @@ var hostileCases = []hostileCase{
 		e.plugin("hostile.json", "hostile", wat(e.t, hostCallWAT("fs.read", `{"mount":"m","path":"pipe"}`, ' ', 1, "", false)),
 			map[string]int{"timeout_ms": 2000}, map[string]any{"mounts": []string{"m"}}, "attack")
 		g := e.grants(map[string]any{"plugins": map[string]any{"hostile": map[string]any{"mounts": map[string]string{"m": mount}}}})
-		r := e.call(15*time.Second, g, "attack", "{}")
-		e.check(r.took < 2*time.Second+slack, r, "took %v", r.took)
-		if r.killed || r.took >= 2*time.Second {
+		r := e.call(generous(2*time.Second+slack), g, "attack", "{}")
+		e.ended(r, 2*time.Second+slack)
+		// The module ignores the reply and returns "ok": a read that
+		// blocked would end in the 2 s timeout instead.
+		e.check(r.code == 0 && strings.TrimSpace(r.stdout) == "ok", r, "the read of a FIFO blocked the call")
+		if r.code != 0 {
 			return r, "the read blocked"
 		}
 		return r, "the read returned at once (the module ignores the reply)"
@@ -279,10 +286,10 @@ var hostileCases = []hostileCase{
 			b := bigManifest(fmt.Sprintf("p%03d", i), "big.wasm", sha256hex(module), 1<<20)
 			os.WriteFile(filepath.Join(e.plugins, fmt.Sprintf("p%03d.json", i)), b, 0o644)
 		}
-		r := e.run(60*time.Second, "search", "--plugins", e.plugins, "p007t00")
-		e.check(r.took < 3*time.Second, r, "took %v", r.took)
+		r := e.run(generous(3*time.Second), "search", "--plugins", e.plugins, "p007t00")
+		e.ended(r, 3*time.Second)
 		e.check(r.peakMiB < basePeak+100, r, "peak RSS %.0f MiB", r.peakMiB)
-		return r, firstLineOf(r.stdout + r.stderr)
+		return r, firstLineOf(r.stdout+r.stderr) + overBudget(r, 3*time.Second)
 	}},
 }
 

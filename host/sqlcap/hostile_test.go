@@ -226,8 +226,11 @@ func TestSQLiteCostBounded(t *testing.T) {
 		if err == nil {
 			t.Errorf("%.60q ran to completion", q)
 		}
-		if took > limit {
-			t.Errorf("%.60q took %s, limit %s (%v)", q, took, limit, err)
+		// Stopped, not run out (these statements run for minutes or
+		// exhaust memory): the bound is ten times the figure measured on a
+		// quiet machine, which a machine ten times slower meets.
+		if took > 10*limit {
+			t.Errorf("%.60q took %s, over ten times its %s (%v)", q, took, limit, err)
 		}
 	}
 	for _, concurrent := range []bool{false, true} {

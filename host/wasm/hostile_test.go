@@ -22,6 +22,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -55,57 +56,68 @@ func bystanderSpec(t testing.TB) spec {
 	return spec{name: "bystander", module: wat(t, "sleep"), tools: []string{"other"}}
 }
 
-// bystander calls "other" in a new session every few milliseconds (a
-// session's first call: instantiation included) until stop is called,
-// which returns the slowest call and the number of failures.
-func bystander(t *testing.T, h *wasm.Host, snap *catalog.Snapshot) (stop func() (slowest time.Duration, calls, fails int)) {
+// bystander calls the bystander's tool in new sessions until stopped (and
+// at least once more after its first call), which returns the slowest
+// call, the calls served while the attack ran (before stop), those served
+// in all, and the failures. Its first call (the module's compile) is made
+// before it returns, so that the counts are of calls during the attack.
+func bystander(t *testing.T, h *wasm.Host, snap *catalog.Snapshot) (stop func() bystanderRun) {
 	t.Helper()
 	tool, _ := snap.Tool("other")
+	one := func() (time.Duration, bool) {
+		s := h.NewSession()
+		defer s.Close(context.Background())
+		start := time.Now()
+		res, err := s.Call(context.Background(), tool, json.RawMessage(`{}`))
+		return time.Since(start), err == nil && res.Content == "ok"
+	}
+	if _, ok := one(); !ok {
+		t.Fatal("bystander: its first call, before any attack, failed")
+	}
+	var stopped atomic.Bool
 	done := make(chan struct{})
-	var wg sync.WaitGroup
-	var slowest time.Duration
-	var calls, fails int
-	wg.Add(1)
+	var r bystanderRun
 	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-done:
-				if calls > 0 {
-					return
-				}
+		defer close(done)
+		for !stopped.Load() || r.served == 0 {
+			took, ok := one()
+			r.slowest = max(r.slowest, took)
+			switch {
+			case !ok:
+				r.fails++
+			case !stopped.Load():
+				r.during++
+				r.served++
 			default:
+				r.served++
 			}
-			s := h.NewSession()
-			start := time.Now()
-			res, err := s.Call(context.Background(), tool, json.RawMessage(`{}`))
-			slowest = max(slowest, time.Since(start))
-			calls++
-			if err != nil || res.Content != "ok" {
-				fails++
-			}
-			s.Close(context.Background())
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	return func() (time.Duration, int, int) {
-		close(done)
-		wg.Wait()
-		return slowest, calls, fails
+	return func() bystanderRun {
+		stopped.Store(true)
+		<-done
+		return r
 	}
 }
 
-// bystanderBound is the slowest a bystander's first call may be while an
-// attack runs, on a noisy 2-core machine (with the race detector). It is
-// typically a few milliseconds.
-const bystanderBound = 1500 * time.Millisecond
+// bystanderRun is what the bystander saw.
+type bystanderRun struct {
+	slowest               time.Duration
+	during, served, fails int
+}
 
-func checkBystander(t *testing.T, stop func() (time.Duration, int, int)) {
+// checkBystander asserts the outcome: the bystander was served, and no
+// call of it failed; with during (an attack that lasts a second or more),
+// it was served while the attack ran (a bystander blocked by the attack
+// would not be). Its slowest call is logged, not asserted: on a loaded
+// machine it says nothing about isolation.
+func checkBystander(t *testing.T, stop func() bystanderRun, during bool) {
 	t.Helper()
-	slowest, calls, fails := stop()
-	t.Logf("bystander: %d calls, slowest %s", calls, slowest)
-	if calls == 0 || fails > 0 || slowest > bystanderBound {
-		t.Errorf("bystander: %d of %d calls failed, slowest %s (bound %s)", fails, calls, slowest, bystanderBound)
+	r := stop()
+	t.Logf("bystander: %d calls during the attack, %d in all, slowest %s", r.during, r.served, r.slowest)
+	if r.served == 0 || r.fails > 0 || during && r.during == 0 {
+		t.Errorf("bystander: %d calls served during the attack, %d in all, %d failed", r.during, r.served, r.fails)
 	}
 }
 
@@ -119,10 +131,14 @@ func timedCall(t *testing.T, h *wasm.Host, snap *catalog.Snapshot, tool string) 
 	return time.Since(start), err
 }
 
-// slack is what a call may take past its deadline on a noisy machine;
-// under the race detector, where every figure is several times slower
-// (the module checks and wazero's compiler included), five times that.
-var slack = map[bool]time.Duration{false: time.Second, true: 5 * time.Second}[raceEnabled]
+// slack is what a call may take past its deadline before the test calls
+// it not stopped: generous enough for a machine ten times slower than a
+// quiet one, or both cores busy elsewhere (under the race detector, where
+// every figure is several times slower, twice that). It is an outcome's
+// deadline, not a speed: the attacks it bounds would run for 60 s (a sleep)
+// or forever (a spin) if the limit failed. Times are logged; bounds on
+// speed belong to the benchmarks (make bench-runtime).
+var slack = map[bool]time.Duration{false: 15 * time.Second, true: 30 * time.Second}[raceEnabled]
 
 // Class 5: a 60 s sleep under a 1 s timeout ends at the timeout.
 func TestHostileSleep(t *testing.T) {
@@ -131,7 +147,7 @@ func TestHostileSleep(t *testing.T) {
 	h, _ := newHost(t, &wasm.Options{PoolSize: -1})
 	stop := bystander(t, h, snap)
 	took, err := timedCall(t, h, snap, "sleep")
-	checkBystander(t, stop)
+	checkBystander(t, stop, true)
 	t.Logf("sleep 60 s under a 1 s timeout: %s, %v", took, err)
 	var ce *wasm.CallError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "timed out") {
@@ -167,11 +183,8 @@ func TestHostileTable(t *testing.T) {
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
 		}
-		if took > slack {
-			t.Errorf("%s: took %s", c.name, took)
-		}
 	}
-	checkBystander(t, stop)
+	checkBystander(t, stop, false)
 }
 
 // Class 7: start functions and _initialize that spin end at the plugin's
@@ -208,7 +221,7 @@ func TestHostileInitLoop(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	checkBystander(t, stop)
+	checkBystander(t, stop, true)
 }
 
 // leb appends v as unsigned LEB128.
@@ -261,11 +274,8 @@ func TestHostileCompileBudget(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want %q", tool, err, want)
 		}
-		if took > slack {
-			t.Errorf("%s: took %s", tool, took)
-		}
 	}
-	checkBystander(t, stop)
+	checkBystander(t, stop, false)
 
 	// The time budget: a real plugin (a Go module, not in any cache)
 	// against a budget far below its compile time.
@@ -275,9 +285,7 @@ func TestHostileCompileBudget(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "compilation went over its time budget of 20ms") {
 		t.Errorf("compile time budget: err = %v", err)
 	}
-	if took > slack {
-		t.Errorf("compile time budget: took %s", took)
-	}
+	t.Logf("compile time budget: refused after %s", took)
 }
 
 // Class 10: log and artifact floods stop at the quotas.
@@ -341,12 +349,15 @@ func TestHostileMountFIFO(t *testing.T) {
 		"limits": {"timeout_ms": 3000}, "capabilities": {"mounts": ["m"]}, "tools": [`+toolList("read")+`]}`), 0o644)
 	p := plugintest.New(t, plugintest.Config{Dir: "testdata/plugins/caps", Manifest: manifest,
 		Grants: wasm.Grants{Mounts: map[string]string{"m": mount}}})
+	// The outcome tells a refusal from a blocked read: a read of the FIFO
+	// would end in the 3 s timeout, a host error, not this tool error. (The
+	// time includes the module's first compile: logged, not asserted.)
 	start := time.Now()
-	res := p.Call("read", json.RawMessage(`{"mount": "m", "path": "pipe.json"}`))
+	res, err := p.CallErr("read", json.RawMessage(`{"mount": "m", "path": "pipe.json"}`))
 	took := time.Since(start)
-	t.Logf("FIFO: %s, %+v", took, res)
-	if !res.IsError || !strings.Contains(res.Content, "pipe.json is not a regular file (a named pipe)") || took > slack {
-		t.Errorf("FIFO: %s, %+v", took, res)
+	t.Logf("FIFO: %s, %+v, %v", took, res, err)
+	if err != nil || !res.IsError || !strings.Contains(res.Content, "pipe.json is not a regular file (a named pipe)") {
+		t.Errorf("FIFO: %+v, %v", res, err)
 	}
 }
 
