@@ -18,6 +18,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/cipher"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -118,9 +119,11 @@ type Options struct {
 	// RequestTimeout bounds one model call (default 2 minutes); the whole
 	// request is bounded by its context's deadline, retries included.
 	RequestTimeout time.Duration
-	// ContinuationKey signs the state a request hands its client in the ids
-	// of client tool calls (RunRequest); nil: a random key per Host, so
-	// continuations do not survive a restart.
+	// ContinuationKey seals the state a request hands its client in the
+	// ids of client tool calls (RunRequest; continuation.go): encrypted and
+	// authenticated, bound to the request's tenant (Host.Tenant) and the
+	// call. Servers sharing it accept each other's continuations; nil: a
+	// random key per Host, so continuations do not survive a restart.
 	ContinuationKey []byte
 	// SystemPrompt is prepended as a system message; empty uses
 	// DefaultSystemPrompt, "-" sends none.
@@ -148,7 +151,8 @@ const DefaultSystemPrompt = "You have a small set of tools. More specialised too
 // selection calls count in the request's usage too.
 type Host struct {
 	*core
-	meter *usageMeter // nil on the shared Host
+	meter  *usageMeter // nil on the shared Host
+	tenant string      // whose continuations (see Tenant)
 }
 
 // core is what every view of a Host shares; nothing in it changes after
@@ -158,7 +162,7 @@ type core struct {
 	goTools []GoTool
 	byName  map[string]*GoTool
 	schemas map[string]compiledSchema // always-on tools' schemas, compiled once
-	sealKey []byte                    // signs continuation ids (see seal)
+	aead    cipher.AEAD               // seals continuation ids (continuation.go)
 
 	emptyOnce sync.Once
 	empty     *catalog.Snapshot // the catalog when none is configured
@@ -210,11 +214,12 @@ func New(opts Options) (*Host, error) {
 	}
 	h := &Host{core: &core{opts: opts, byName: map[string]*GoTool{}, schemas: map[string]compiledSchema{},
 		goTools: make([]GoTool, 0, len(opts.Tools)), runtime: opts.Runtime, log: opts.Logger}}
-	h.sealKey = opts.ContinuationKey
-	if len(h.sealKey) == 0 {
-		h.sealKey = make([]byte, 32)
-		rand.Read(h.sealKey)
+	sealKey := opts.ContinuationKey
+	if len(sealKey) == 0 {
+		sealKey = make([]byte, 32)
+		rand.Read(sealKey)
 	}
+	h.aead = newSealer(sealKey)
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -315,9 +320,9 @@ type Response struct {
 	Model string
 	// ClientCalls are the calls of the last round to the request's client
 	// tools (RunRequest): the request ends there and the caller runs them.
-	// The first call's ID is sealed: it carries, signed, the tools the
+	// The first call's ID is sealed: it carries, encrypted, the tools the
 	// request discovered and its server-side messages, which the next
-	// RunRequest of the conversation restores from it (stateless: the
+	// RunRequest of the same tenant restores from it (stateless: the
 	// client sends the ID back with the conversation).
 	ClientCalls []openai.ToolCall
 	// FinishReason is why the last round ended: "stop", "length",

@@ -1,16 +1,8 @@
 package host
 
 import (
-	"bytes"
-	"compress/flate"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
-	"io"
-	"slices"
-	"strings"
 	"sync"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -67,7 +59,7 @@ func (h *Host) NewSession() *Session {
 }
 
 func (h *Host) newSession() *Session {
-	s := &Session{host: &Host{core: h.core, meter: &usageMeter{}}, snap: h.snapshot(), known: map[string]bool{}, searches: map[string]string{}, budget: h.opts.Search.Budget}
+	s := &Session{host: &Host{core: h.core, meter: &usageMeter{}, tenant: h.tenant}, snap: h.snapshot(), known: map[string]bool{}, searches: map[string]string{}, budget: h.opts.Search.Budget}
 	if h.runtime != nil {
 		s.wasm = h.runtime.NewSession()
 	}
@@ -181,113 +173,4 @@ func function(name, desc string, params json.RawMessage) openai.Tool {
 	}
 	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
 		Name: name, Description: desc, Parameters: params}}
-}
-
-// A continuation is the state a request hands its client in the ID of its
-// first client tool call: the tools it discovered and the messages it
-// added server-side (the model's calls and their results), so that the
-// conversation's next request, which sends the ID back, goes on with them.
-// It is sealed: deflated, then signed with HMAC-SHA256 over the payload
-// and the call's name and arguments, so it cannot be forged or moved to
-// another call. Nothing is kept on the server.
-//
-// The signature guards the trail and spares no real secret: a client can
-// always search for a tool itself, and write any message it likes into its
-// own history. What it can never do is reach another conversation's
-// discoveries: there is no shared state to reach.
-const sealPrefix = "call_ts1."
-
-// maxSealedTrail bounds a sealed payload; past it the trail is left out
-// (the discoveries stay).
-const maxSealedTrail = 32 << 10
-
-type sealed struct {
-	ID         string                         `json:"id"`
-	Discovered []string                       `json:"d,omitempty"`
-	Trail      []openai.ChatCompletionMessage `json:"t,omitempty"`
-}
-
-// seal returns calls with the first call's ID sealed.
-func (h *Host) seal(calls []openai.ToolCall, discovered []string, trail []openai.ChatCompletionMessage) []openai.ToolCall {
-	out := slices.Clone(calls)
-	p := sealed{ID: calls[0].ID, Discovered: discovered, Trail: trail}
-	payload := deflate(p)
-	if len(payload) > maxSealedTrail {
-		h.log.Warn("continuation trail left out: too large", "bytes", len(payload))
-		p.Trail = nil
-		payload = deflate(p)
-	}
-	out[0].ID = sealPrefix + base64.RawURLEncoding.EncodeToString(payload) + "." +
-		base64.RawURLEncoding.EncodeToString(h.mac(payload, calls[0].Function))
-	return out
-}
-
-func (h *Host) mac(payload []byte, f openai.FunctionCall) []byte {
-	m := hmac.New(sha256.New, h.sealKey)
-	m.Write(payload)
-	m.Write([]byte{0})
-	m.Write([]byte(f.Name))
-	m.Write([]byte{0})
-	m.Write([]byte(f.Arguments))
-	return m.Sum(nil)[:16]
-}
-
-func deflate(v any) []byte {
-	var b bytes.Buffer
-	w, _ := flate.NewWriter(&b, flate.BestSpeed)
-	json.NewEncoder(w).Encode(v)
-	w.Close()
-	return b.Bytes()
-}
-
-// unseal restores the continuations of a conversation: each assistant
-// message whose first tool call has a sealed ID that verifies gets its
-// trail put back before it and its IDs (there and in the tool results)
-// back to the model's; the discovered tools are returned, in order. A
-// sealed ID that does not verify is left as it is.
-func (h *Host) unseal(in []openai.ChatCompletionMessage) ([]openai.ChatCompletionMessage, []string) {
-	var out []openai.ChatCompletionMessage
-	var found []string
-	ids := map[string]string{}
-	for _, m := range in {
-		if m.Role == openai.ChatMessageRoleTool && ids[m.ToolCallID] != "" {
-			m.ToolCallID = ids[m.ToolCallID]
-		}
-		if m.Role == openai.ChatMessageRoleAssistant && len(m.ToolCalls) > 0 {
-			if p, ok := h.open(m.ToolCalls[0]); ok {
-				ids[m.ToolCalls[0].ID] = p.ID
-				m.ToolCalls = slices.Clone(m.ToolCalls)
-				m.ToolCalls[0].ID = p.ID
-				out = append(out, p.Trail...)
-				for _, n := range p.Discovered {
-					if !slices.Contains(found, n) {
-						found = append(found, n)
-					}
-				}
-			}
-		}
-		out = append(out, m)
-	}
-	return out, found
-}
-
-func (h *Host) open(c openai.ToolCall) (sealed, bool) {
-	var p sealed
-	rest, ok := strings.CutPrefix(c.ID, sealPrefix)
-	if !ok {
-		return p, false
-	}
-	enc, sig, ok := strings.Cut(rest, ".")
-	payload, err1 := base64.RawURLEncoding.DecodeString(enc)
-	mac, err2 := base64.RawURLEncoding.DecodeString(sig)
-	if !ok || err1 != nil || err2 != nil || !hmac.Equal(mac, h.mac(payload, c.Function)) {
-		h.log.Warn("a sealed tool call id did not verify; ignored", "id_prefix", c.ID[:min(len(c.ID), 40)])
-		return p, false
-	}
-	r := flate.NewReader(bytes.NewReader(payload))
-	defer r.Close()
-	if err := json.NewDecoder(io.LimitReader(r, 16<<20)).Decode(&p); err != nil {
-		return p, false
-	}
-	return p, true
 }

@@ -103,6 +103,21 @@ func withRequestID(next http.Handler) http.Handler {
 // requestID is the id withRequestID gave the response.
 func requestID(w http.ResponseWriter) string { return w.Header().Get("X-Request-Id") }
 
+// tenant is whom a request runs for: the SHA-256 of its API key when keys
+// are configured (authenticate has checked it), "" otherwise. Continuation
+// ids and MCP sessions are bound to it: one key cannot use another's.
+func (s *server) tenant(r *http.Request) string {
+	if len(s.cfg.APIKeys) == 0 {
+		return ""
+	}
+	auth := r.Header.Get("Authorization")
+	if len(auth) < 7 || !strings.EqualFold(auth[:7], "Bearer ") {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(auth[7:])))
+	return hex.EncodeToString(sum[:])
+}
+
 // jsonMisses answers what the mux does not route (404, 405) in the OpenAI
 // error shape instead of plain text.
 func jsonMisses(mux *http.ServeMux) http.Handler {
@@ -393,11 +408,11 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 	s.openai = openaiapi.New(ag.host, &openaiapi.Options{Upstream: ag.client, NoModel: errNoModel.Error(),
 		RequestTimeout: cfg.Server.RequestTimeout, MaxConcurrent: cfg.Server.MaxConcurrent,
 		Metrics: s.metrics, Logger: log, RequestID: requestID,
-		Artifacts: ag.artifacts, ArtifactURL: artifactURL, InlineBytes: int64(cfg.Artifacts.InlineKB) << 10})
+		Artifacts: ag.artifacts, ArtifactURL: artifactURL, InlineBytes: int64(cfg.Artifacts.InlineKB) << 10, Tenant: s.tenant})
 	m := cfg.Server.MCP
 	s.mcp = mcpserver.New(ag.host, &mcpserver.Options{Logger: log, Metrics: s.metrics, MaxSessions: m.MaxSessions,
 		InitTimeout: m.InitTimeout, IdleTimeout: m.IdleTimeout, EvictAfter: evictAfter(m.EvictAfter), MaxBodyBytes: cfg.Server.MaxBodyBytes, Version: version,
-		Artifacts: ag.artifacts, InlineBytes: inlineBytes(cfg.Artifacts.InlineKB), Dispatcher: m.Dispatcher}).Handler()
+		Artifacts: ag.artifacts, InlineBytes: inlineBytes(cfg.Artifacts.InlineKB), Dispatcher: m.Dispatcher, Tenant: s.tenant}).Handler()
 	if s.sync, err = newRegistrySync(cfg, live, s.metrics, log); err != nil {
 		ag.close()
 		return nil, err

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,10 +75,13 @@ func (s *Server) Handler() http.Handler {
 			s.mu.Lock()
 			ms := s.live[sid]
 			s.mu.Unlock()
+			if ms != nil && subtle.ConstantTimeCompare([]byte(ms.tenant), []byte(s.opts.Tenant(r))) != 1 {
+				ms = nil // another key's session: as if it did not exist
+			}
 			if ms == nil {
-				// Closed (DELETE, idle, evicted) or never made: the client
-				// starts again with initialize (HTTP 404, as the
-				// specification says).
+				// Closed (DELETE, idle, evicted), never made, or another
+				// tenant's: the client starts again with initialize (HTTP
+				// 404, as the specification says).
 				writeRPCError(w, http.StatusNotFound, jsonrpc.ID{}, -32001, "session not found (closed, or never started): send initialize to start a new one")
 				return
 			}
@@ -271,6 +275,7 @@ func (s *Server) initialize(h http.Handler, w http.ResponseWriter, r *http.Reque
 		s.admitted--
 		s.mu.Unlock()
 	})
+	ms.tenant = s.opts.Tenant(r) // before the session is known by id
 	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, ms)))
 
 	ms.mu.Lock()

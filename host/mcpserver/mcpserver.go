@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -72,6 +73,11 @@ type Options struct {
 	// result (image or embedded resource); a larger one as a resource
 	// link. 0: 256 KiB; negative: always a link.
 	InlineBytes int64
+	// Tenant names whom an HTTP request comes from (toolshed serve: a
+	// hash of its API key). A session belongs to the tenant of its
+	// initialize: a request of another tenant naming its Mcp-Session-Id
+	// is answered as for an unknown session (HTTP 404). Nil: one tenant.
+	Tenant func(r *http.Request) string
 }
 
 // Server serves MCP sessions over one host.Host. It is safe for
@@ -98,6 +104,7 @@ func New(h *host.Host, opts *Options) *Server {
 	if s.opts.Logger == nil {
 		s.opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	s.opts.Logger = redactingLogger(s.opts.Logger) // no session id in a log (logging.go)
 	if s.opts.MaxSessions <= 0 {
 		s.opts.MaxSessions = 256
 	}
@@ -119,6 +126,9 @@ func New(h *host.Host, opts *Options) *Server {
 	if s.opts.Version == "" {
 		s.opts.Version = buildinfo.Version()
 	}
+	if s.opts.Tenant == nil {
+		s.opts.Tenant = func(*http.Request) string { return "" }
+	}
 	s.stub = mcp.NewServer(s.implementation(), &mcp.ServerOptions{Logger: s.opts.Logger, SupportedProtocolVersions: ProtocolVersions})
 	return s
 }
@@ -139,9 +149,10 @@ func (s *Server) Sessions() int {
 // registered on its server (always-on, tool_search, then discoveries).
 // It is safe for concurrent use.
 type session struct {
-	front *Server
-	hs    *host.Session
-	srv   *mcp.Server
+	front  *Server
+	hs     *host.Session
+	srv    *mcp.Server
+	tenant string // whose session it is (Options.Tenant of its initialize)
 
 	mu          sync.Mutex
 	registered  map[string]bool

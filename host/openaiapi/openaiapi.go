@@ -65,6 +65,11 @@ type Options struct {
 	// InlineBytes: an artifact up to this size is also sent in
 	// toolshed.artifacts as a data: URL; 0: never.
 	InlineBytes int64
+	// Tenant names whom a request runs for (toolshed serve: a hash of
+	// its API key): the continuations in its client tool call ids are
+	// bound to it (host.Host.Tenant), so another key's replay restores
+	// nothing. Nil: every request is the same tenant.
+	Tenant func(r *http.Request) string
 }
 
 // Server serves the endpoints over one host.Host. It is safe for
@@ -99,6 +104,9 @@ func New(h *host.Host, opts *Options) *Server {
 	}
 	if s.opts.RequestID == nil {
 		s.opts.RequestID = func(http.ResponseWriter) string { return "" }
+	}
+	if s.opts.Tenant == nil {
+		s.opts.Tenant = func(*http.Request) string { return "" }
 	}
 	s.sem = make(chan struct{}, s.opts.MaxConcurrent)
 	s.mux = http.NewServeMux()
@@ -388,11 +396,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	done := s.opts.Metrics.SessionStarted("chat")
 	defer done()
 	id, start := newID(), time.Now()
+	h := s.host.Tenant(s.opts.Tenant(r))
 	var resp *host.Response
 	if req.Stream {
-		resp, err = s.streamCompletion(ctx, w, id, req)
+		resp, err = s.streamCompletion(ctx, w, h, id, req)
 	} else {
-		resp, err = s.host.RunRequest(ctx, req, nil)
+		resp, err = h.RunRequest(ctx, req, nil)
 		if errors.Is(err, host.ErrMaxRounds) {
 			s.opts.Logger.Warn("chat completion stopped at the round limit (agent.max_rounds)", "request_id", s.opts.RequestID(w), "id", id)
 			err = nil // what was said stands, with finish_reason "length"
@@ -432,7 +441,7 @@ const streamWriteTimeout = 60 * time.Second
 // from timing out), the client tool calls, the finish reason, the usage
 // when stream_options.include_usage asks, then [DONE]. An error before
 // anything was sent is an ordinary error response; after, an error event.
-func (s *Server) streamCompletion(ctx context.Context, w http.ResponseWriter, id string, req openai.ChatCompletionRequest) (*host.Response, error) {
+func (s *Server) streamCompletion(ctx context.Context, w http.ResponseWriter, h *host.Host, id string, req openai.ChatCompletionRequest) (*host.Response, error) {
 	rc := http.NewResponseController(w)
 	created := time.Now().Unix()
 	started, roleSent := false, false
@@ -470,7 +479,7 @@ func (s *Server) streamCompletion(ctx context.Context, w http.ResponseWriter, id
 		}
 		send(chatResponse{Choices: []chatChoice{{Delta: &m, FinishReason: finish}}})
 	}
-	resp, err := s.host.RunRequest(ctx, req, func(e host.Event) {
+	resp, err := h.RunRequest(ctx, req, func(e host.Event) {
 		switch e.Kind {
 		case host.EventText:
 			delta(chatMessage{Content: ptr(e.Text)}, nil)

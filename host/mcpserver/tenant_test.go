@@ -1,0 +1,105 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/toolshed/toolshed/host/mcpserver"
+)
+
+// keyed sends MCP requests with an API key (Options.Tenant reads it).
+func keyed(t *testing.T, method, url, key, sid, body string) (*http.Response, []rpcMsg) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", mcpserver.ProtocolVersions[0])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if method == http.MethodGet {
+		return resp, nil // a stream: the status is what counts
+	}
+	return resp, readMessages(t, resp)
+}
+
+// syncBuffer is a log destination the server writes from many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestSessionBoundToKey: a session belongs to the API key that opened
+// it. Key B naming key A's Mcp-Session-Id gets 404, as for a session that
+// does not exist, on POST (a call, a notification), GET and DELETE; A's
+// session is untouched by all of it, its discovered tool still there.
+// No session id reaches the log, at any level.
+func TestSessionBoundToKey(t *testing.T) {
+	h := testHost(t, nil, "textkit")
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	_, url := serveMCP(t, h, &mcpserver.Options{Logger: log, Tenant: func(r *http.Request) string { return r.Header.Get("Authorization") }})
+
+	resp, msgs := keyed(t, "POST", url, "key-a", "", initBody)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || sid == "" || msgs[0].Error != nil {
+		t.Fatalf("initialize: %d %+v", resp.StatusCode, msgs)
+	}
+	keyed(t, "POST", url, "key-a", sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if _, msgs := keyed(t, "POST", url, "key-a", sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"url slug"}}}`); len(msgs) == 0 || !strings.Contains(string(msgs[len(msgs)-1].Result), "slugify") {
+		t.Fatalf("tool_search: %+v", msgs)
+	}
+
+	for _, tc := range []struct{ method, key, body string }{
+		{"POST", "key-b", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slugify","arguments":{"text":"Stolen Session"}}}`},
+		{"POST", "key-b", `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`},
+		{"POST", "key-b", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`},
+		{"POST", "", `{"jsonrpc":"2.0","id":5,"method":"ping"}`},
+		{"POST", "KEY-A", `{"jsonrpc":"2.0","id":6,"method":"ping"}`},
+		{"GET", "key-b", ""},
+		{"DELETE", "key-b", ""},
+	} {
+		resp, msgs := keyed(t, tc.method, url, tc.key, sid, tc.body)
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s with %q: HTTP %d, want 404", tc.method, tc.key, resp.StatusCode)
+		}
+		if tc.method == "POST" && (len(msgs) != 1 || msgs[0].Error == nil || msgs[0].Error.Code != -32001) {
+			t.Errorf("%s with %q: %+v, want the unknown-session error", tc.method, tc.key, msgs)
+		}
+	}
+	// A's session lives on, slugify still discovered.
+	if _, msgs := keyed(t, "POST", url, "key-a", sid, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slugify","arguments":{"text":"Still Mine"}}}`); len(msgs) == 0 || !strings.Contains(string(msgs[len(msgs)-1].Result), "still-mine") {
+		t.Fatalf("the owner's call after the attempts: %+v", msgs)
+	}
+	if resp, _ := keyed(t, "DELETE", url, "key-a", sid, ""); resp.StatusCode/100 != 2 {
+		t.Fatalf("the owner's DELETE: %d", resp.StatusCode)
+	}
+	if strings.Contains(logs.String(), sid) {
+		t.Fatalf("the session id is in the log:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "session") {
+		t.Fatalf("nothing about sessions was logged (the check above proves nothing):\n%s", logs.String())
+	}
+}
