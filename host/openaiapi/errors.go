@@ -62,7 +62,9 @@ func completionFailure(err error) failure {
 
 // modelFailure passes the upstream's answer through: a 429 with its
 // Retry-After, another 4xx as it is (with its type, code and param), a
-// 5xx or no answer as a 502, a timeout as a 504.
+// 5xx or no answer as a 502, a timeout as a 504. Whatever the server has
+// retried itself (Attempts > 1) carries x-should-retry: false, so the
+// SDKs' own retries never multiply the upstream calls.
 func modelFailure(me *host.ModelError) failure {
 	after := ""
 	if me.Attempts > 1 {
@@ -84,7 +86,11 @@ func modelFailure(me *host.ModelError) failure {
 		if me.Type == "" {
 			typ = "rate_limit_error"
 		}
-		return failure{status: me.Status, retryAfter: me.RetryAfter, err: Error{Type: typ, Code: code, Param: me.Param,
+		// Retried here already: the client must not multiply the calls
+		// (each SDK attempt would be Retries+1 upstream calls). Not
+		// retried (a Retry-After over model.max_retry_wait): the client
+		// waits it out.
+		return failure{status: me.Status, retryAfter: me.RetryAfter, final: me.Attempts > 1, err: Error{Type: typ, Code: code, Param: me.Param,
 			Message: "the upstream model is rate limited" + after + ": " + me.Message}}
 	case me.Status == http.StatusUnauthorized || me.Status == http.StatusForbidden:
 		// The upstream refused the server's key: its message may show part of it.
