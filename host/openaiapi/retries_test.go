@@ -127,4 +127,3 @@ func TestRetriesNeverMultiply(t *testing.T) {
 		})
 	}
 }
-
