@@ -215,6 +215,23 @@ func (a *agent) close() {
 	a.op.close()
 }
 
+// memoryBudget is the plugin memory budget and each key's share of it,
+// in bytes, as wasm.Options takes them: server.instance_memory_mb (0:
+// wasm's default share of the process's memory) and
+// server.per_key.instance_memory_mb (0: half the budget when more than
+// one API key is configured, else no share).
+func memoryBudget(s config.Server) (budget, perKey int64) {
+	budget = int64(s.InstanceMemoryMB) << 20
+	if budget == 0 {
+		budget = wasm.DefaultMemoryBudget()
+	}
+	perKey = int64(s.PerKey.InstanceMemoryMB) << 20
+	if perKey == 0 && len(s.APIKeys) > 1 {
+		perKey = budget / 2
+	}
+	return budget, perKey
+}
+
 // newAgent builds the plugin runtime and the agent host from the
 // configuration. snapshot returns the catalog (fixed or live). Without an
 // upstream model the host still runs tools (MCP); requestClient says
@@ -242,6 +259,8 @@ func newAgent(cfg *config.Config, snapshot func() *catalog.Snapshot, log *slog.L
 	op.withLimits(cfg.Limits)
 	wopts := op.options(cfg.Plugins.CacheDir, cfg.Plugins.Pool, stderr)
 	wopts.Logger = log
+	wopts.MemoryBudget, wopts.TenantMemory = memoryBudget(cfg.Server)
+	wopts.ReclaimIdle = cfg.Server.ReclaimIdle
 	store := artifact.New(artifact.Options{MaxAge: cfg.Artifacts.MaxAge, MaxBytes: int64(cfg.Artifacts.MaxMB) << 20,
 		Dirs: op.artifactDirs()})
 	wopts.Artifacts = store

@@ -90,6 +90,20 @@ type Options struct {
 	// its initialiser (docs/RUNTIME.md). The environment variable
 	// TOOLSHED_WASM_SNAPSHOTS=off does the same for a whole process.
 	FreshInstances bool
+	// MemoryBudget bounds the committed linear memory of all plugin
+	// instances together, in bytes: an instance that would pass it is not
+	// made and a memory that would pass it does not grow (the call fails
+	// with a *BudgetError), after idle instances were reclaimed to make
+	// room (ReclaimIdle). 0 means DefaultMemoryBudget(); negative, none.
+	// Growth is counted on Linux; elsewhere only what instances start with.
+	MemoryBudget int64
+	// TenantMemory bounds, in bytes, what the instances of one tenant's
+	// sessions (NewTenantSession) hold together; 0 means no share.
+	TenantMemory int64
+	// ReclaimIdle: when the budget is reached, the instances of sessions
+	// that made no call for this long are closed to make room (their next
+	// call gets a new instance). 0 means a minute; negative, never.
+	ReclaimIdle time.Duration
 
 	// reseedSource replaces crypto/rand for re-seeding restored
 	// instances (tests: the known-answer check).
@@ -100,6 +114,7 @@ type Options struct {
 type Host struct {
 	opts   Options
 	log    *slog.Logger
+	budget *memBudget // all instances' linear memory
 	cache  wazero.CompilationCache
 	mu     sync.Mutex
 	byKey  map[string]*Plugin
@@ -116,6 +131,7 @@ type Host struct {
 		instantiations, instantiateFailures     atomic.Uint64
 		poolHits, poolMisses                    atomic.Uint64
 		snapshots, snapshotFailures, restores   atomic.Uint64
+		reclaimed                               atomic.Uint64
 	}
 
 	// noCloseOnDone turns off WithCloseOnContextDone: for measuring its
@@ -139,6 +155,11 @@ func New(opts *Options) (*Host, error) {
 	if h.opts.Artifacts == nil {
 		h.opts.Artifacts = artifact.New(artifact.Options{})
 	}
+	h.budget = &memBudget{limit: h.opts.MemoryBudget, perTenant: max(h.opts.TenantMemory, 0), byTenant: map[string]int64{}, reclaim: h.reclaim}
+	if h.budget.limit == 0 {
+		h.budget.limit = DefaultMemoryBudget()
+	}
+	h.budget.limit = max(h.budget.limit, 0)
 	h.log = h.opts.Logger
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -324,6 +345,9 @@ type Stats struct {
 	// capture or known-answer check failed (their instances are fresh);
 	// Restores the instances restored from a snapshot (of Instantiations).
 	Snapshots, SnapshotFailures, Restores uint64
+	// Reclaimed counts idle sessions' instances closed to make room in
+	// the memory budget.
+	Reclaimed uint64
 }
 
 // Stats returns the running totals. Safe for concurrent use.
@@ -333,7 +357,8 @@ func (h *Host) Stats() Stats {
 		CompileTime:    time.Duration(st.compileNanos.Load()),
 		Instantiations: st.instantiations.Load(), InstantiateFailures: st.instantiateFailures.Load(),
 		PoolHits: st.poolHits.Load(), PoolMisses: st.poolMisses.Load(),
-		Snapshots: st.snapshots.Load(), SnapshotFailures: st.snapshotFailures.Load(), Restores: st.restores.Load()}
+		Snapshots: st.snapshots.Load(), SnapshotFailures: st.snapshotFailures.Load(), Restores: st.restores.Load(),
+		Reclaimed: st.reclaimed.Load()}
 }
 
 // pluginKey identifies a plugin version: manifest file, module hash, version.

@@ -6,5 +6,6 @@ import "github.com/tetratelabs/wazero/experimental"
 
 // memoryAllocator is nil off Linux: wazero's own allocation (growth by
 // copying, up to a few times the memory cap while the old array awaits
-// the garbage collector; Go arrays need no execGate).
-func memoryAllocator(*execGate) experimental.MemoryAllocator { return nil }
+// the garbage collector; Go arrays need no execGate). The plugin memory
+// budget then counts what instances are made with, not their growth.
+func memoryAllocator(*execGate, *memAccount) experimental.MemoryAllocator { return nil }

@@ -54,8 +54,11 @@ type Plugin struct {
 	// instances are restored from. Both are set by compile.
 	image    *wasmcheck.Image
 	splitWhy string
-	snap     atomic.Pointer[snapshot]
-	capLog   atomic.Pointer[randLog] // the capture in progress
+	// minMemory is the linear memory a fresh instance is made with
+	// (bytes), reserved from the memory budget before it is made.
+	minMemory int64
+	snap      atomic.Pointer[snapshot]
+	capLog    atomic.Pointer[randLog] // the capture in progress
 	// snapPending: the plugin may be snapshotted and no capture was tried
 	// yet; snapMu serialises the capture.
 	snapPending atomic.Bool
@@ -191,6 +194,10 @@ func (p *Plugin) compile(ctx context.Context) error {
 	if err := p.instantiateHostModule(ctx, rt); err != nil {
 		return fail(err)
 	}
+	p.minMemory = 0
+	for _, m := range cm.ExportedMemories() {
+		p.minMemory = max(p.minMemory, int64(m.Min())<<16)
+	}
 	p.runtime, p.module, p.compileErr = rt, cm, nil
 	p.compileDur = time.Since(start)
 	p.host.stats.compiles.Add(1)
@@ -296,10 +303,17 @@ type instance struct {
 	stdout *lineLog
 	stderr *lineLog
 
+	// acct is its linear memory as the memory budget counts it; owner
+	// the session that holds it (nil while pooled; set once, before its
+	// first call); lastUsed when a call of it last ended (unix ns).
+	acct     *memAccount
+	owner    *Session
+	lastUsed atomic.Int64
+
 	mu     sync.Mutex // serialises calls
 	dead   bool
 	reply  []byte              // pending host_call reply
-	quota  quota               // log and artifact use (under mu)
+	quota  *quota              // log and artifact use (under mu; the owner's, which outlives the instance)
 	saved  []artifact.Artifact // artifacts stored by the current call (under mu)
 	reqBuf []byte              // the last request, reused (under mu)
 
@@ -334,11 +348,17 @@ func (in *instance) request(tool string, args json.RawMessage) ([]byte, error) {
 	return b, nil
 }
 
+// instantiate makes an instance no session holds yet.
 func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
+	return p.instantiateAs(ctx, p.host.budget.newAccount(false))
+}
+
+// instantiateAs makes an instance whose memory is charged to acct.
+func (p *Plugin) instantiateAs(ctx context.Context, acct *memAccount) (*instance, error) {
 	if err := p.Compile(ctx); err != nil {
 		return nil, err
 	}
-	in, err := p.newInstance(ctx)
+	in, err := p.newInstance(ctx, acct)
 	if err != nil {
 		p.host.stats.instantiateFailures.Add(1)
 		return nil, err
@@ -349,12 +369,13 @@ func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
 
 // newInstance makes an instance, restored from the plugin's snapshot when
 // it has one, and checks its ABI version.
-func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
+func (p *Plugin) newInstance(ctx context.Context, acct *memAccount) (*instance, error) {
 	s, err := p.snapshotFor(ctx)
 	if err != nil {
+		acct.free()
 		return nil, err
 	}
-	return p.newInstanceFrom(ctx, s)
+	return p.newInstanceFrom(ctx, s, acct)
 }
 
 // slot waits for an instantiation slot. Instantiations queue for a CPU,
@@ -380,12 +401,27 @@ func (p *Plugin) slot(ctx context.Context) (release func(), err error) {
 	return release, nil
 }
 
-// newInstanceFrom makes an instance from s, or a fresh one when s is nil.
-func (p *Plugin) newInstanceFrom(ctx context.Context, s *snapshot) (*instance, error) {
-	in := &instance{plugin: p, gate: newExecGate(),
+// newInstanceFrom makes an instance from s, or a fresh one when s is nil,
+// its memory charged to acct (freed if no instance is made).
+func (p *Plugin) newInstanceFrom(ctx context.Context, s *snapshot, acct *memAccount) (_ *instance, err error) {
+	in := &instance{plugin: p, gate: newExecGate(), acct: acct, quota: &quota{},
 		stdout: newLineLog(p.host.log, p.name, "stdout"),
 		stderr: newLineLog(p.host.log, p.name, "stderr")}
 	defer in.gate.exit() // instantiation, initialiser and ABI checks are done
+	defer func() {
+		if err != nil {
+			acct.free()
+		}
+	}()
+	// The memory it starts with is charged before it is made (wazero
+	// cannot be refused its first allocation).
+	size := p.minMemory
+	if s != nil {
+		size = max(size, int64(s.pages)<<16)
+	}
+	if err := acct.reserve(size); err != nil {
+		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, err)
+	}
 	release, err := p.slot(ctx)
 	if err != nil {
 		return nil, err
@@ -398,11 +434,14 @@ func (p *Plugin) newInstanceFrom(ctx context.Context, s *snapshot) (*instance, e
 	var mod api.Module
 	var seed [4]uint64
 	if s != nil {
-		mod, seed, err = p.restore(ictx, p.moduleConfig(in), s, in.gate)
+		mod, seed, err = p.restore(ictx, p.moduleConfig(in), s, in.gate, acct)
 	} else {
-		mod, err = p.fresh(ictx, p.moduleConfig(in), nil, in.gate)
+		mod, err = p.fresh(ictx, p.moduleConfig(in), nil, in.gate, acct)
 	}
 	if err != nil {
+		if refused := acct.takeRefusal(); refused != nil {
+			return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, refused)
+		}
 		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, describe(ictx, err))
 	}
 	in.mod = mod
@@ -450,11 +489,12 @@ func (p *Plugin) newInstanceFrom(ctx context.Context, s *snapshot) (*instance, e
 	return in, nil
 }
 
-// take returns a fresh instance: from the pool when one is ready, else a
-// new one. The caller tops the pool up (refill) once the call that needed
-// the instance is done, so that the instantiation in the background does
-// not compete with that call for a CPU.
-func (p *Plugin) take(ctx context.Context) (*instance, error) {
+// take returns a fresh instance for a session of tenant: from the pool
+// when one is ready, else a new one; its memory is charged to tenant's
+// share of the budget. The caller tops the pool up (refill) once the call
+// that needed the instance is done, so that the instantiation in the
+// background does not compete with that call for a CPU.
+func (p *Plugin) take(ctx context.Context, tenant string) (*instance, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -467,10 +507,14 @@ func (p *Plugin) take(ctx context.Context) (*instance, error) {
 	p.mu.Unlock()
 	if in != nil {
 		p.host.stats.poolHits.Add(1)
+		if err := in.acct.assign(tenant); err != nil {
+			in.close(context.Background())
+			return nil, fmt.Errorf("plugin %q: %w", p.name, err)
+		}
 	} else {
 		p.host.stats.poolMisses.Add(1)
 		var err error
-		if in, err = p.instantiate(ctx); err != nil {
+		if in, err = p.instantiateAs(ctx, p.host.budget.tenantAccount(tenant)); err != nil {
 			p.refill()
 			return nil, err
 		}
@@ -577,7 +621,12 @@ func (in *instance) invoke(ctx context.Context, tool string, args json.RawMessag
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	p := in.plugin
+	defer in.lastUsed.Store(time.Now().UnixNano())
 	fail := func(err error) (abi.Result, []artifact.Artifact, error) {
+		if refused := in.acct.takeRefusal(); refused != nil {
+			// The plugin died of a growth the budget refused: say so.
+			err = fmt.Errorf("%w (its memory could not grow: %v)", refused, err)
+		}
 		p.host.log.Warn("plugin call failed; instance discarded", "plugin", p.name, "tool", tool, "error", err)
 		in.dead = true
 		in.mod.Close(context.Background())
@@ -600,6 +649,7 @@ func (in *instance) invoke(ctx context.Context, tool string, args json.RawMessag
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	in.quota.startCall()
+	in.acct.takeRefusal() // one left by a call that coped with it
 	in.saved = nil
 	mem := in.mod.Memory()
 	var ptr uint32

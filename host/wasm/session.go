@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/catalog"
@@ -18,15 +19,29 @@ import (
 // use; calls to the same plugin are serialised.
 type Session struct {
 	host   *Host
+	tenant string
 	mu     sync.Mutex
 	insts  map[*Plugin]*instance
 	taking map[*Plugin]chan struct{} // first uses in progress
+	// quotas are the session's log and artifact quotas by plugin: an
+	// instance that dies and is replaced does not start them afresh.
+	quotas map[*Plugin]*quota
 	closed bool
 }
 
-// NewSession starts a session.
-func (h *Host) NewSession() *Session {
-	return &Session{host: h, insts: map[*Plugin]*instance{}, taking: map[*Plugin]chan struct{}{}}
+// NewSession starts a session of no tenant: its instances count against
+// the server's memory budget only.
+func (h *Host) NewSession() *Session { return h.NewTenantSession("") }
+
+// NewTenantSession starts a session of tenant (an opaque id: toolshed
+// serve passes a hash of the API key): its instances' memory counts
+// against the tenant's share of the budget (Options.TenantMemory) as well
+// as the server's, and its SQL queries against the tenant's share of each
+// database's slots (TenantSQLRunner). Sessions of one tenant share its
+// shares; "" is no tenant.
+func (h *Host) NewTenantSession(tenant string) *Session {
+	return &Session{host: h, tenant: tenant, insts: map[*Plugin]*instance{}, taking: map[*Plugin]chan struct{}{},
+		quotas: map[*Plugin]*quota{}}
 }
 
 // Call runs a deferred tool. Arguments that do not match the tool's schema
@@ -125,7 +140,7 @@ func (s *Session) instance(ctx context.Context, p *Plugin) (*instance, error) {
 	done := make(chan struct{})
 	s.taking[p] = done
 	s.mu.Unlock()
-	in, err := p.take(ctx)
+	in, err := p.take(ctx, s.tenant)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.taking, p)
@@ -137,8 +152,27 @@ func (s *Session) instance(ctx context.Context, p *Plugin) (*instance, error) {
 		in.close(context.Background())
 		return nil, errors.New("wasm: session is closed")
 	}
+	q := s.quotas[p]
+	if q == nil {
+		q = &quota{}
+		s.quotas[p] = q
+	}
+	in.mu.Lock() // no call runs on it yet; the lock publishes the fields
+	in.quota, in.owner = q, s
+	in.lastUsed.Store(time.Now().UnixNano())
+	in.mu.Unlock()
 	s.insts[p] = in
 	return in, nil
+}
+
+// forget drops in from the session if it still holds it (in was
+// reclaimed); the next call to its plugin gets a new instance.
+func (s *Session) forget(p *Plugin, in *instance) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.insts[p] == in {
+		delete(s.insts, p)
+	}
 }
 
 // Close closes the session's instances. It is safe to call more than once.

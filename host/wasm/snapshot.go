@@ -146,10 +146,16 @@ func (p *Plugin) capture(ctx context.Context) (*snapshot, error) {
 	ictx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	log := &randLog{}
-	in := &instance{plugin: p, stdout: newLineLog(p.host.log, p.name, "stdout"), stderr: newLineLog(p.host.log, p.name, "stderr")}
+	in := &instance{plugin: p, quota: &quota{}, stdout: newLineLog(p.host.log, p.name, "stdout"), stderr: newLineLog(p.host.log, p.name, "stderr")}
 	gate := newExecGate()
 	defer gate.exit()
-	mod, err := p.fresh(ictx, p.moduleConfig(in), log, gate)
+	acct := p.host.budget.newAccount(true)
+	if err := acct.reserve(p.minMemory); err != nil {
+		release()
+		return nil, &initError{err}
+	}
+	defer acct.free()
+	mod, err := p.fresh(ictx, p.moduleConfig(in), log, gate, acct)
 	release()
 	if err != nil {
 		return nil, &initError{describe(ictx, err)}
@@ -182,7 +188,7 @@ func (p *Plugin) capture(ctx context.Context) (*snapshot, error) {
 	if s.img, err = newMemImage(b); err != nil {
 		return nil, err
 	}
-	trial, err := p.newInstanceFrom(ctx, s)
+	trial, err := p.newInstanceFrom(ctx, s, p.host.budget.newAccount(true))
 	if err != nil {
 		s.img.close()
 		return nil, fmt.Errorf("restored instance: %w", err)
@@ -212,8 +218,8 @@ func (p *Plugin) moduleConfig(in *instance) wazero.ModuleConfig {
 //
 // gate counts the instantiation as running the instance's code (the
 // caller exits it).
-func (p *Plugin) fresh(ctx context.Context, cfg wazero.ModuleConfig, log *randLog, gate *execGate) (api.Module, error) {
-	actx := experimental.WithMemoryAllocator(ctx, memoryAllocator(gate))
+func (p *Plugin) fresh(ctx context.Context, cfg wazero.ModuleConfig, log *randLog, gate *execGate, acct *memAccount) (api.Module, error) {
+	actx := experimental.WithMemoryAllocator(ctx, memoryAllocator(gate, acct))
 	if p.image == nil {
 		return p.runtime.InstantiateModule(actx, p.module, cfg.WithStartFunctions(abi.ExportInitialize))
 	}
@@ -244,9 +250,9 @@ func (p *Plugin) fresh(ctx context.Context, cfg wazero.ModuleConfig, log *randLo
 
 // restore instantiates the module from the snapshot: no start function,
 // the image's memory, its globals, new seeds. It returns m0's new seed.
-func (p *Plugin) restore(ctx context.Context, cfg wazero.ModuleConfig, s *snapshot, gate *execGate) (api.Module, [4]uint64, error) {
+func (p *Plugin) restore(ctx context.Context, cfg wazero.ModuleConfig, s *snapshot, gate *execGate, acct *memAccount) (api.Module, [4]uint64, error) {
 	var seed [4]uint64
-	mod, err := p.runtime.InstantiateModule(experimental.WithMemoryAllocator(ctx, s.img.allocator(gate)), p.module, cfg.WithStartFunctions())
+	mod, err := p.runtime.InstantiateModule(experimental.WithMemoryAllocator(ctx, s.img.allocator(gate, acct)), p.module, cfg.WithStartFunctions())
 	if err != nil {
 		return nil, seed, err
 	}

@@ -61,11 +61,11 @@ func (im *memImage) close() {
 // bytes are a private copy-on-write mapping of the image, the rest of its
 // reservation anonymous as for any instance (see memoryAllocator): one
 // reservation of the memory's maximum, so the limit holds the same way.
-func (im *memImage) allocator(g *execGate) experimental.MemoryAllocator {
+func (im *memImage) allocator(g *execGate, acct *memAccount) experimental.MemoryAllocator {
 	return experimental.MemoryAllocatorFunc(func(_, max uint64) experimental.LinearMemory {
 		im.mu.RLock()
 		defer im.mu.RUnlock()
-		mm := newMmapMemory(g, max)
+		mm := newLinearMemory(g, acct, max)
 		if im.fd < 0 || mm.heap || im.size > uint64(cap(mm.buf)) {
 			// No mapping to place the image in: a copy.
 			if im.fd >= 0 && mm.heap && uint64(cap(mm.buf)) >= im.size {
@@ -76,16 +76,18 @@ func (im *memImage) allocator(g *execGate) experimental.MemoryAllocator {
 			}
 			// Zeros the size of the image (wazero needs a buffer):
 			// the instance's first call fails, nothing is exposed.
+			mm.acct = nil // the account goes with the copy
 			mm.Free()
-			return &mmapMemory{buf: make([]byte, 0, im.size), heap: true}
+			return &mmapMemory{buf: make([]byte, 0, im.size), heap: true, acct: acct}
 		}
 		base := unsafe.Pointer(unsafe.SliceData(mm.buf))
 		if _, err := unix.MmapPtr(im.fd, 0, base, uintptr(im.size), unix.PROT_READ|unix.PROT_WRITE,
 			unix.MAP_PRIVATE|unix.MAP_FIXED); err != nil {
 			// The reservation stays anonymous (zeros): copy instead.
 			if _, err := unix.Pread(im.fd, mm.buf[:im.size], 0); err != nil {
+				mm.acct = nil // the account goes with the copy
 				mm.Free()
-				return &mmapMemory{buf: make([]byte, 0, im.size), heap: true}
+				return &mmapMemory{buf: make([]byte, 0, im.size), heap: true, acct: acct}
 			}
 		}
 		return mm

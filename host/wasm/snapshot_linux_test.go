@@ -16,7 +16,7 @@ func TestMemImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alloc := im.allocator(nil)
+	alloc := im.allocator(nil, nil)
 	a, b := alloc.Allocate(0, 4<<16), alloc.Allocate(0, 4<<16)
 	ba, bb := a.Reallocate(2<<16), b.Reallocate(2<<16)
 	if !bytes.Equal(ba, img) || !bytes.Equal(bb, img) {

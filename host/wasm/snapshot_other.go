@@ -20,4 +20,4 @@ func newMemImage([]byte) (*memImage, error) {
 
 func (*memImage) close() {}
 
-func (*memImage) allocator(*execGate) experimental.MemoryAllocator { return nil }
+func (*memImage) allocator(*execGate, *memAccount) experimental.MemoryAllocator { return nil }

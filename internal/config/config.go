@@ -115,6 +115,23 @@ type Server struct {
 	PublicURL string `koanf:"public_url"`
 	// MCP is the MCP endpoint's sessions.
 	MCP MCP `koanf:"mcp"`
+	// InstanceMemoryMB bounds the linear memory of all plugin instances
+	// together; 0: a share of the memory the process may use (its cgroup
+	// limit, else physical memory) that leaves room for the rest.
+	InstanceMemoryMB int `koanf:"instance_memory_mb"`
+	// ReclaimIdle: at the memory budget, the instances of sessions idle
+	// this long are closed to make room first.
+	ReclaimIdle time.Duration `koanf:"reclaim_idle"`
+	// PerKey are each API key's shares, so that one key cannot take all.
+	PerKey PerKey `koanf:"per_key"`
+}
+
+// PerKey are one API key's shares of what the server's keys share.
+type PerKey struct {
+	// InstanceMemoryMB bounds what one key's sessions' plugin instances
+	// hold together; 0: half of the budget when more than one key is
+	// configured, else the whole budget.
+	InstanceMemoryMB int `koanf:"instance_memory_mb"`
 }
 
 // MCP bounds the sessions of /mcp (streamable HTTP).
@@ -169,64 +186,67 @@ type Log struct {
 // Defaults are the values before any source.
 func Defaults() map[string]any {
 	return map[string]any{
-		"model.base_url":          "",
-		"model.api_key":           "",
-		"model.name":              "gpt-4o-mini",
-		"model.timeout":           "2m",
-		"model.retries":           3,
-		"search.mode":             "hybrid",
-		"search.model":            "",
-		"search.limit":            5,
-		"search.budget":           8,
-		"search.min_score":        0.0,
-		"plugins.dir":             "",
-		"plugins.grants":          "",
-		"plugins.watch":           true,
-		"plugins.poll":            "2s",
-		"plugins.cache_dir":       "",
-		"plugins.pool":            2,
-		"limits.timeout":          "0s",
-		"limits.max_memory_mb":    0,
-		"limits.max_output_kb":    0,
-		"limits.max_log_kb":       0,
-		"limits.max_log_lines":    0,
-		"limits.max_artifacts":    0,
-		"limits.max_artifact_mb":  0,
-		"limits.max_module_mb":    0,
-		"limits.compile_timeout":  "0s",
-		"agent.max_rounds":        16,
-		"agent.system_prompt":     "",
-		"agent.time":              true,
-		"agent.todo":              true,
-		"agent.workspace":         "",
-		"agent.skills":            "",
-		"agent.shell":             false,
-		"server.addr":             "127.0.0.1:8080",
-		"server.api_keys":         []string{},
-		"server.allow_open":       false,
-		"server.max_body_bytes":   4 << 20,
-		"server.request_timeout":  "10m",
-		"server.shutdown_timeout": "30s",
-		"server.max_concurrent":   256,
-		"server.continuation_key": "",
-		"registry.sources":        []string{},
-		"registry.poll":           "1m",
-		"registry.plain_http":     false,
-		"registry.username":       "",
-		"registry.password":       "",
-		"registry.docker_config":  "",
-		"server.idle_timeout":     "2m",
-		"server.public_url":       "",
-		"server.mcp.max_sessions": 256,
-		"server.mcp.init_timeout": "10s",
-		"server.mcp.idle_timeout": "30m",
-		"server.mcp.evict_after":  "1m",
-		"server.mcp.dispatcher":   false,
-		"artifacts.max_age":       "24h",
-		"artifacts.max_mb":        512,
-		"artifacts.inline_kb":     256,
-		"log.level":               "info",
-		"log.format":              "text",
+		"model.base_url":                    "",
+		"model.api_key":                     "",
+		"model.name":                        "gpt-4o-mini",
+		"model.timeout":                     "2m",
+		"model.retries":                     3,
+		"search.mode":                       "hybrid",
+		"search.model":                      "",
+		"search.limit":                      5,
+		"search.budget":                     8,
+		"search.min_score":                  0.0,
+		"plugins.dir":                       "",
+		"plugins.grants":                    "",
+		"plugins.watch":                     true,
+		"plugins.poll":                      "2s",
+		"plugins.cache_dir":                 "",
+		"plugins.pool":                      2,
+		"limits.timeout":                    "0s",
+		"limits.max_memory_mb":              0,
+		"limits.max_output_kb":              0,
+		"limits.max_log_kb":                 0,
+		"limits.max_log_lines":              0,
+		"limits.max_artifacts":              0,
+		"limits.max_artifact_mb":            0,
+		"limits.max_module_mb":              0,
+		"limits.compile_timeout":            "0s",
+		"agent.max_rounds":                  16,
+		"agent.system_prompt":               "",
+		"agent.time":                        true,
+		"agent.todo":                        true,
+		"agent.workspace":                   "",
+		"agent.skills":                      "",
+		"agent.shell":                       false,
+		"server.addr":                       "127.0.0.1:8080",
+		"server.api_keys":                   []string{},
+		"server.allow_open":                 false,
+		"server.max_body_bytes":             4 << 20,
+		"server.request_timeout":            "10m",
+		"server.shutdown_timeout":           "30s",
+		"server.max_concurrent":             256,
+		"server.continuation_key":           "",
+		"registry.sources":                  []string{},
+		"registry.poll":                     "1m",
+		"registry.plain_http":               false,
+		"registry.username":                 "",
+		"registry.password":                 "",
+		"registry.docker_config":            "",
+		"server.idle_timeout":               "2m",
+		"server.public_url":                 "",
+		"server.mcp.max_sessions":           256,
+		"server.mcp.init_timeout":           "10s",
+		"server.mcp.idle_timeout":           "30m",
+		"server.mcp.evict_after":            "1m",
+		"server.mcp.dispatcher":             false,
+		"server.instance_memory_mb":         0,
+		"server.reclaim_idle":               "1m",
+		"server.per_key.instance_memory_mb": 0,
+		"artifacts.max_age":                 "24h",
+		"artifacts.max_mb":                  512,
+		"artifacts.inline_kb":               256,
+		"log.level":                         "info",
+		"log.format":                        "text",
 	}
 }
 
@@ -454,7 +474,9 @@ func (l *Loaded) check() error {
 		"limits.max_output_kb": float64(c.Limits.MaxOutputKB), "limits.max_log_kb": float64(c.Limits.MaxLogKB),
 		"limits.max_log_lines": float64(c.Limits.MaxLogLines), "limits.max_artifacts": float64(c.Limits.MaxArtifacts),
 		"limits.max_artifact_mb": float64(c.Limits.MaxArtifactMB), "limits.max_module_mb": float64(c.Limits.MaxModuleMB),
-		"limits.compile_timeout": float64(c.Limits.CompileTimeout),
+		"limits.compile_timeout":    float64(c.Limits.CompileTimeout),
+		"server.instance_memory_mb": float64(c.Server.InstanceMemoryMB), "server.per_key.instance_memory_mb": float64(c.Server.PerKey.InstanceMemoryMB),
+		"server.reclaim_idle": float64(c.Server.ReclaimIdle),
 	}
 	for _, k := range slices.Sorted(maps.Keys(notNegative)) {
 		if notNegative[k] < 0 {
