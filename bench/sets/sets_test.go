@@ -383,3 +383,35 @@ func TestCheck(t *testing.T) {
 		t.Errorf("valid set: %v", err)
 	}
 }
+
+func TestToolEyes(t *testing.T) {
+	root := tree(t, map[string]string{
+		"Tool_Library/Random/Random/config_gpt4.json": `[{"name": "get_uuid", "description": "Return a UUID.", "parameters": {"type": "object", "properties": {}}},
+			{"name": "generate_string", "description": "Return a  random\nstring.", "parameters": {}}]`,
+		"Tool_Library/Finance/Yelp/config_gpt4.json": `[{"name": "yelp_search", "description": "Find businesses.", "parameters": {}}]`,
+		"Tool_Library/Finance/Yelp/helper.py":        "not read",
+		"Test_Data/scenario_data_raw.json": `[
+			{"query": "Six UUIDs, please.", "path": "ToolEyes/Tool_Library/Random/Random", "scenario": "TG"},
+			{"query": "A taco place near me?", "path": "ToolEyes/Tool_Library/Finance/Yelp/", "scenario": "PL"},
+			{"query": "Book me a train.", "path": "ToolEyes/Tool_Library/Travel/Railway", "scenario": "PL"}]`,
+	})
+	out, res := convertDir(t, "tooleyes", root)
+	tools := readLines[Tool](t, filepath.Join(out, "tools.jsonl"))
+	if got, want := toolNames(tools), []string{"Random", "Yelp"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("tools %v, want %v", got, want)
+	}
+	if tools[0].Description != "get_uuid: Return a UUID. generate_string: Return a random string." {
+		t.Errorf("toolkit description %q", tools[0].Description)
+	}
+	qs := readLines[Query](t, filepath.Join(out, "queries.jsonl"))
+	want := []Query{
+		{Query: "Six UUIDs, please.", Tools: []string{"Random"}, ID: "TG/1", Split: "TG", Lang: "en"},
+		{Query: "A taco place near me?", Tools: []string{"Yelp"}, ID: "PL/1", Split: "PL", Lang: "en"},
+	}
+	if !reflect.DeepEqual(qs, want) {
+		t.Errorf("queries\n%+v\nwant\n%+v", qs, want)
+	}
+	if !reflect.DeepEqual(res.set.Unknown, []string{"PL/2: Railway"}) {
+		t.Errorf("unknown %v", res.set.Unknown)
+	}
+}
