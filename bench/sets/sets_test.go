@@ -415,3 +415,49 @@ func TestToolEyes(t *testing.T) {
 		t.Errorf("unknown %v", res.set.Unknown)
 	}
 }
+
+func TestSGD(t *testing.T) {
+	svc := func(name, intentDesc string) string {
+		return `{"service_name": "` + name + `", "description": "Find and book restaurants",
+			"slots": [{"name": "city", "description": "City of the restaurant", "is_categorical": false, "possible_values": []},
+			          {"name": "price", "description": "Price range", "is_categorical": true, "possible_values": ["cheap", "pricey"]}],
+			"intents": [{"name": "ReserveRestaurant", "description": "` + intentDesc + `", "required_slots": ["city"], "optional_slots": {"price": "cheap"}, "result_slots": []}]}`
+	}
+	turn := func(speaker, text, service string, acts ...string) string {
+		var as []string
+		for _, a := range acts {
+			act, value, _ := strings.Cut(a, "=")
+			as = append(as, `{"act": "`+act+`", "slot": "intent", "values": ["`+value+`"]}`)
+		}
+		return `{"speaker": "` + speaker + `", "utterance": "` + text + `", "frames": [{"service": "` + service + `", "actions": [` + strings.Join(as, ",") + `]}]}`
+	}
+	root := tree(t, map[string]string{
+		"train/schema.json": "[" + svc("Restaurants_1", "Book a table") + "]",
+		"dev/schema.json":   "[]",
+		"test/schema.json":  "[" + svc("Restaurants_2", "Reserve a table at a restaurant") + "]",
+		"test/dialogues_001.json": `[{"dialogue_id": "1_0", "turns": [` +
+			turn("USER", "Book me a table in Napa.", "Restaurants_2", "INFORM_INTENT=ReserveRestaurant") + "," +
+			turn("SYSTEM", "Shall I reserve it?", "Restaurants_2", "OFFER_INTENT=ReserveRestaurant") + "," +
+			turn("USER", "Yes, please.", "Restaurants_2", "AFFIRM_INTENT=ReserveRestaurant") + "," +
+			turn("USER", "Another table in Ukiah.", "Restaurants_1", "INFORM_INTENT=ReserveRestaurant") + `]}]`,
+	})
+	out, res := convertDir(t, "sgd", root)
+	tools := readLines[Tool](t, filepath.Join(out, "tools.jsonl"))
+	if len(tools) != 1 || tools[0].Name != "Restaurants_ReserveRestaurant" || tools[0].Description != "Reserve a table at a restaurant. Find and book restaurants" {
+		t.Fatalf("tools %+v: want the sibling services' intent as one tool, the first schema read (test) kept", tools)
+	}
+	if p := string(tools[0].Parameters); !strings.Contains(p, `"enum":["cheap","pricey"]`) || !strings.Contains(p, `"required":["city"]`) {
+		t.Errorf("parameters %s", p)
+	}
+	qs := readLines[Query](t, filepath.Join(out, "queries.jsonl"))
+	want := []Query{
+		{Query: "Book me a table in Napa.", Tools: []string{"Restaurants_ReserveRestaurant"}, ID: "1_0/0", Split: "test-unseen", Lang: "en"},
+		{Query: "Another table in Ukiah.", Tools: []string{"Restaurants_ReserveRestaurant"}, ID: "1_0/3", Split: "test-seen", Lang: "en"},
+	}
+	if !reflect.DeepEqual(qs, want) {
+		t.Errorf("queries\n%+v\nwant\n%+v", qs, want)
+	}
+	if res.set.Stats.RedefinedDiffers != 1 {
+		t.Errorf("stats %+v", res.set.Stats)
+	}
+}
