@@ -7,12 +7,29 @@ EVAL      ?= ../shared/eval
 # Packages with concurrent code run under the race detector.
 RACE_PKGS := ./search/... ./host/... ./sdk/... ./internal/oci/...
 
-.PHONY: all build plugins test vet race hostile bench bench-test bench-go bench-runtime bench-serve replicas deploy-test eval fuzz clean run conformance
+.PHONY: all build plugins bundle install test vet race hostile bench bench-test bench-go bench-runtime bench-serve replicas deploy-test eval fuzz clean run conformance
 
-all: build plugins
+all: build plugins bundle
 
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/toolshed
+
+# bin/toolshed again, now carrying the bundled catalog (manifests, modules,
+# grants, data: package plugin-manifests under the tag toolshed_bundle), so
+# that the binary alone searches, calls and serves the bundled plugins.
+bundle: plugins
+	$(GO) build -trimpath -tags toolshed_bundle -o $(BIN) ./cmd/toolshed
+
+# make install PREFIX=DIR: DIR/bin/toolshed and the catalog it finds in
+# DIR/share/toolshed/plugin-manifests (an operator edits or adds plugins
+# there; the binary's own copy serves when that folder is gone).
+PREFIX  ?= /usr/local
+SHARE   := $(DESTDIR)$(PREFIX)/share/toolshed/plugin-manifests
+install: bundle
+	install -d $(DESTDIR)$(PREFIX)/bin $(SHARE)
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/toolshed
+	install -m 0644 plugin-manifests/*.json plugin-manifests/*.wasm $(SHARE)/
+	for d in plugin-manifests/*/; do install -d $(SHARE)/$$(basename $$d) && install -m 0644 $$d* $(SHARE)/$$(basename $$d)/; done
 
 # Each plugins/NAME/main.go is compiled to plugin-manifests/NAME.wasm, and
 # the module's sha256 is pinned into plugin-manifests/NAME.json. The build is
@@ -33,7 +50,7 @@ race:
 	$(GO) test -race -count=1 ./internal/config/
 	$(GO) test -race -count=1 -run 'TestChatCompletions|TestMCP|TestServeModels|TestServeRefusesBad|TestServeDrains' ./cmd/toolshed/
 
-test: build plugins vet
+test: build plugins bundle vet
 	$(GO) test -count=1 ./...
 	$(MAKE) race
 	$(MAKE) bench-test

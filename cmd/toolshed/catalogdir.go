@@ -40,8 +40,9 @@ func catalogCandidates() []string {
 	return out
 }
 
-// findCatalog returns the first candidate folder that exists; the error
-// names every path tried.
+// findCatalog returns the first candidate folder that exists, else the
+// catalog this binary carries (bundledcat.go); the error names every path
+// tried.
 func findCatalog() (string, error) {
 	tried := catalogCandidates()
 	for _, d := range tried {
@@ -49,7 +50,10 @@ func findCatalog() (string, error) {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("no plugin directory: the bundled catalog is in none of %s; give --plugins DIR or set TOOLSHED_PLUGINS",
+	if dir, ok, err := embeddedCatalog(); ok {
+		return dir, err
+	}
+	return "", fmt.Errorf("no plugin directory: the bundled catalog is in none of %s, and this binary carries none (\"make\" builds one that does); give --plugins DIR or set TOOLSHED_PLUGINS",
 		strings.Join(tried, ", "))
 }
 
@@ -66,14 +70,27 @@ func pluginDir(given string) (string, error) {
 }
 
 // pluginDirUsage is the help text of every --plugins flag.
-const pluginDirUsage = "plugin `DIR` (default $TOOLSHED_PLUGINS, else the bundled catalog beside the binary)"
+const pluginDirUsage = "plugin `DIR` (default $TOOLSHED_PLUGINS, else the bundled catalog beside the binary, else the one it carries)"
 
 // admission is how every command admits a plugin, serve included: its
 // manifest is valid, its module is there, matches the manifest's sha256
 // and passes wasm.CheckModule (the ABI's exports and imports). So search,
 // list, validate, call, run, chat, mcp and serve see the same tools.
+// Admitted modules are kept in the user's cache (keptModules), so that
+// calls run the version admitted whatever happens to the .wasm files.
 func admission(search *search.Config) *catalog.Options {
-	return &catalog.Options{Search: search, RequireModules: true, CheckModule: wasm.CheckModule}
+	return &catalog.Options{Search: search, RequireModules: true, CheckModule: wasm.CheckModule, KeepModules: keptModules()}
+}
+
+// keptModules is the folder admitted modules are kept in, by sha256
+// (catalog.Options.KeepModules). Every read of a kept module checks its
+// sha256, so a folder others can write costs at most a read of the
+// original file, never a different module.
+func keptModules() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "toolshed", "modules")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("toolshed-modules-%d", os.Getuid()))
 }
 
 // loadCatalog loads dir as every command does (admission). Modules that

@@ -16,34 +16,41 @@ import (
 	"github.com/toolshed/toolshed/internal/wasmbuild"
 )
 
-var (
-	binaryOnce sync.Once
-	binaryPath string
-	binaryErr  error
-)
+// testBuild is a binary built once per test process.
+type testBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+var plainBuild testBuild
 
 // builtBinary builds the toolshed binary once per test process, as make
 // build does (so that the build cache serves it).
-func builtBinary(t *testing.T) string {
+func builtBinary(t *testing.T) string { return plainBuild.get(t) }
+
+// get builds the binary with the extra go build flags, once.
+func (b *testBuild) get(t *testing.T, flags ...string) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	binaryOnce.Do(func() {
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "toolshed-bin")
 		if err != nil {
-			binaryErr = err
+			b.err = err
 			return
 		}
-		binaryPath = filepath.Join(dir, "toolshed")
-		if out, err := exec.Command("go", "build", "-trimpath", "-o", binaryPath, ".").CombinedOutput(); err != nil {
-			binaryErr = &exitError{msg: "go build: " + err.Error() + "\n" + string(out)}
+		b.path = filepath.Join(dir, "toolshed")
+		args := append(append([]string{"build", "-trimpath"}, flags...), "-o", b.path, ".")
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			b.err = &exitError{msg: "go build: " + err.Error() + "\n" + string(out)}
 		}
 	})
-	if binaryErr != nil {
-		t.Fatal(binaryErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return binaryPath
+	return b.path
 }
 
 // installedCatalog makes a copy of the bundled catalog with the modules the

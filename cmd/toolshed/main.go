@@ -76,7 +76,8 @@ Usage:
 
 The plugin directory (--plugins) defaults to $TOOLSHED_PLUGINS, else the bundled
 catalog: plugin-manifests beside the binary or one level up, else
-PREFIX/share/toolshed/plugin-manifests, else ./plugin-manifests.
+PREFIX/share/toolshed/plugin-manifests, else ./plugin-manifests, else the
+catalog the binary carries (written once to the user's cache folder).
 run, chat, serve and mcp read toolshed.yaml (see toolshed.example.yaml),
 TOOLSHED_* environment variables and flags, in that order.
 Run "toolshed COMMAND -h" for a command's flags.

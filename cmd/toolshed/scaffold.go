@@ -1,18 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
-	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"text/template"
 
 	"github.com/toolshed/toolshed/host/manifest"
+	"github.com/toolshed/toolshed/sdk"
 )
 
 // pluginsNew writes a plugin folder that builds, pins, validates and passes
@@ -20,11 +20,12 @@ import (
 func pluginsNew(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("plugins new", stderr)
 	lang := fs.String("lang", "go", "the plugin's language: go or c")
-	sdkDir := fs.String("sdk", "", "a checkout of github.com/toolshed/toolshed whose SDK a Go plugin builds against (default: the one the bundled catalog is in)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed plugins new [--lang go|c] [--sdk DIR] NAME\n\n"+
+		fmt.Fprintln(stderr, "usage: toolshed plugins new [--lang go|c] NAME\n\n"+
 			"Writes the folder NAME: a plugin with one tool, its manifest, a test and a Makefile\n"+
-			"(make: build and pin; make validate; make test). NAME is the plugin's name.")
+			"(make: build and pin; make validate; make test). NAME is the plugin's name. A Go\n"+
+			"plugin gets the Go SDK's source (toolshed-sdk/, from this binary): it builds\n"+
+			"anywhere, moved or copied, with the Go toolchain alone.")
 		fs.PrintDefaults()
 	}
 	pos, err := parse(fs, args)
@@ -49,13 +50,10 @@ func pluginsNew(args []string, stdout, stderr io.Writer) error {
 	if r, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = r
 	}
-	d := scaffoldData{Name: name, Tool: strings.ReplaceAll(name, "-", "_") + "_greet", Toolshed: exe}
+	d := scaffoldData{Name: name, Tool: strings.ReplaceAll(name, "-", "_") + "_greet", Toolshed: exe, Version: version}
 	var files map[string]string
 	switch *lang {
 	case "go":
-		if d.SDK, err = findSDK(*sdkDir); err != nil {
-			return err
-		}
 		files = goScaffold
 	case "c":
 		files = cScaffold
@@ -82,15 +80,8 @@ func pluginsNew(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *lang == "go" {
-		// go.sum: the checkout's hashes cover every module the SDK needs,
-		// so "go mod tidy" below works from the module cache alone.
-		if sum, err := os.ReadFile(filepath.Join(d.SDK, "go.sum")); err == nil {
-			os.WriteFile(filepath.Join(name, "go.sum"), sum, 0o644)
-		}
-		tidy := exec.Command("go", "mod", "tidy")
-		tidy.Dir = name
-		if out, err := tidy.CombinedOutput(); err != nil {
-			return fmt.Errorf("%s written, but \"go mod tidy\" failed there (run it again with the Go module proxy reachable): %v\n%s", name, err, out)
+		if err := writeGoSDK(name, version); err != nil {
+			return err
 		}
 	}
 	fmt.Fprintf(stdout, "%s: a %s plugin with the tool %s\n  cd %s && make test   # build, pin, validate, test\n", name, *lang, d.Tool, name)
@@ -99,43 +90,47 @@ func pluginsNew(args []string, stdout, stderr io.Writer) error {
 
 type scaffoldData struct {
 	Name, Tool string
-	SDK        string // a checkout of the module (Go)
 	Toolshed   string // this binary
+	Version    string // this binary's version
 }
 
-// sdkModule is the first line of the module's go.mod.
-const sdkModule = "module github.com/toolshed/toolshed"
+// sdkDir is the folder of a new Go plugin that holds the Go SDK's source:
+// a module of its own (github.com/toolshed/toolshed, the packages sdk and
+// sdk/abi, which need only the standard library), which the plugin's
+// go.mod replaces the module with. A relative path: the plugin folder
+// builds wherever it is moved, without a checkout or the network.
+const sdkDir = "toolshed-sdk"
 
-// findSDK returns the checkout a Go plugin builds against: dir if given,
-// else the folder holding the bundled catalog, when it is the module.
-func findSDK(dir string) (string, error) {
-	tried := []string{dir}
-	if dir == "" {
-		tried = nil
-		for _, c := range catalogCandidates() {
-			if r, err := filepath.EvalSymlinks(c); err == nil {
-				c = r // the folder the catalog really is in
-			}
-			tried = append(tried, filepath.Dir(c))
+// writeGoSDK writes the Go SDK this binary was built with (sdk.Source)
+// into dir/toolshed-sdk.
+func writeGoSDK(dir, version string) error {
+	root := filepath.Join(dir, sdkDir)
+	files := map[string][]byte{
+		"go.mod": []byte("// The Toolshed Go SDK (packages sdk and sdk/abi) of toolshed " + version + ",\n" +
+			"// written by \"toolshed plugins new\"; the plugin's go.mod points here.\n" +
+			"module github.com/toolshed/toolshed\n\ngo 1.26\n"),
+	}
+	err := fs.WalkDir(sdk.Source, ".", func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		b, err := fs.ReadFile(sdk.Source, p)
+		files[path.Join("sdk", p)] = b
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("the Go SDK's source: %w", err)
+	}
+	for p, b := range files {
+		f := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			return err
 		}
 	}
-	for _, d := range tried {
-		f, err := os.Open(filepath.Join(d, "go.mod"))
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		ok := sc.Scan() && strings.TrimSpace(sc.Text()) == sdkModule
-		f.Close()
-		if ok {
-			return filepath.Abs(d)
-		}
-	}
-	if dir != "" {
-		return "", fmt.Errorf("--sdk %s: no go.mod of github.com/toolshed/toolshed there", dir)
-	}
-	return "", errors.New("the Toolshed SDK was not found (a checkout of github.com/toolshed/toolshed) in any of " +
-		strings.Join(tried, ", ") + "; give --sdk DIR")
+	return nil
 }
 
 // goScaffold is a Go plugin: paths (NAME is the plugin's name) → templates.
@@ -146,8 +141,9 @@ go 1.26
 
 require github.com/toolshed/toolshed v0.0.0
 
-// The SDK is not published as a module yet: build against a checkout.
-replace github.com/toolshed/toolshed => <<.SDK>>
+// The Go SDK's source, written beside this file by the toolshed binary
+// that made the folder (<<.Version>>).
+replace github.com/toolshed/toolshed => ./toolshed-sdk
 `,
 	"main.go": `// Command <<.Name>> is a Toolshed plugin: built with GOOS=wasip1 GOARCH=wasm
 // -buildmode=c-shared into <<.Name>>.wasm, described by <<.Name>>.json.
@@ -180,33 +176,72 @@ func main() {}
 	"main_test.go": `package main
 
 import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
-	"github.com/toolshed/toolshed/sdk/plugintest"
+	"github.com/toolshed/toolshed/sdk"
+	"github.com/toolshed/toolshed/sdk/abi"
 )
 
-// The plugin runs under the real host: built to WebAssembly, pinned,
-// compiled and called through the ABI, its arguments checked against the
-// manifest's schema.
+// call runs the tool as the host does, through the SDK's dispatcher, in
+// this process (no WebAssembly): quick, the place for the plugin's cases.
+func call(t *testing.T, args string) abi.Result {
+	t.Helper()
+	var res abi.Result
+	raw := sdk.Dispatch([]byte(` + "`" + `{"tool":"<<.Tool>>","arguments":` + "`" + ` + args + "}"))
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	if res.Content == "" && res.Structured != nil {
+		res.Content = string(res.Structured)
+	}
+	return res
+}
+
 func TestGreet(t *testing.T) {
-	p := plugintest.New(t, plugintest.Config{Dir: ".", Manifest: "<<.Name>>.json"})
-	if res := p.Call("<<.Tool>>", map[string]any{"name": "Ada"}); res.IsError || res.Content != "Hello, Ada!" {
+	if res := call(t, ` + "`" + `{"name": "Ada"}` + "`" + `); res.IsError || res.Content != "Hello, Ada!" {
 		t.Fatalf("greet: %+v", res)
 	}
-	if res := p.Call("<<.Tool>>", map[string]any{"name": " "}); !res.IsError {
+	if res := call(t, ` + "`" + `{"name": " "}` + "`" + `); !res.IsError {
 		t.Fatalf("an empty name: %+v", res)
 	}
-	if res := p.Call("<<.Tool>>", map[string]any{}); !res.IsError {
+	if res := call(t, ` + "`" + `{}` + "`" + `); !res.IsError {
 		t.Fatalf("no name: %+v", res)
+	}
+}
+
+// TestGreetHosted calls the built module (<<.Name>>.wasm) through the real
+// host: the manifest's sha256 and schema checked, the module compiled and
+// called through the ABI. "make test" builds it and sets TOOLSHED.
+func TestGreetHosted(t *testing.T) {
+	toolshed := os.Getenv("TOOLSHED")
+	if toolshed == "" {
+		t.Skip("TOOLSHED is not set: run make test")
+	}
+	out, err := exec.Command(toolshed, "call", "--plugins", ".", "<<.Tool>>", ` + "`" + `{"name": "Ada"}` + "`" + `).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "Hello, Ada!" {
+		t.Fatalf("toolshed call: %v\n%s", err, out)
+	}
+	// The schema is the host's to enforce: no name is refused before the
+	// module runs.
+	if out, err := exec.Command(toolshed, "call", "--plugins", ".", "<<.Tool>>", "{}").CombinedOutput(); err == nil {
+		t.Fatalf("no name was accepted:\n%s", out)
 	}
 }
 `,
 	"NAME.json": manifestTemplate,
 	"Makefile": `# make: build <<.Name>>.wasm and pin its sha256 into <<.Name>>.json
 # make validate: check the folder with serve's rules
-# make test: the above, then the plugin's own test under the real host
-TOOLSHED ?= <<.Toolshed>>
+# make test: the above, then the plugin's own tests, in Go and under the
+# real host
+# TOOLSHED: the binary that wrote this folder while it is where it was,
+# else the toolshed on PATH.
+TOOLSHED ?= $(or $(wildcard <<.Toolshed>>),toolshed)
 GO       ?= go
+export TOOLSHED
 
 all: <<.Name>>.wasm
 

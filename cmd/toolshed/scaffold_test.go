@@ -50,24 +50,26 @@ func makeTest(t *testing.T, dir string) string {
 }
 
 // TestPluginsNewGo: "toolshed plugins new demo && cd demo && make test"
-// builds, pins, validates and passes the plugin's own test, against the
-// SDK of the checkout the binary was built in (the module is not
-// published); the folder's files are what the README describes.
+// builds, pins, validates and passes the plugin's own tests, against the
+// Go SDK the binary wrote into the folder (toolshed-sdk, named by a
+// relative path); the folder's files are what the README describes.
 func TestPluginsNewGo(t *testing.T) {
 	exe, work := scaffoldHome(t)
 	code, out, errs := runIn(t, work, exe, nil, "plugins", "new", "demo")
 	if code != 0 {
 		t.Fatalf("plugins new: exit %d %s%s", code, out, errs)
 	}
-	for _, f := range []string{"main.go", "main_test.go", "demo.json", "go.mod", "go.sum", "Makefile"} {
+	for _, f := range []string{"main.go", "main_test.go", "demo.json", "go.mod", "Makefile", "toolshed-sdk/go.mod", "toolshed-sdk/sdk/sdk.go", "toolshed-sdk/sdk/abi/abi.go"} {
 		if _, err := os.Stat(filepath.Join(work, "demo", f)); err != nil {
 			t.Errorf("the scaffold lacks %s", f)
 		}
 	}
 	mod, _ := os.ReadFile(filepath.Join(work, "demo", "go.mod"))
-	repo, _ := filepath.Abs("../..")
-	if !strings.Contains(string(mod), "replace github.com/toolshed/toolshed => "+repo) {
-		t.Fatalf("go.mod does not point at this checkout:\n%s", mod)
+	if !strings.Contains(string(mod), "replace github.com/toolshed/toolshed => ./toolshed-sdk\n") {
+		t.Fatalf("go.mod does not point at the SDK beside it:\n%s", mod)
+	}
+	if tests, _ := filepath.Glob(filepath.Join(work, "demo", "toolshed-sdk", "sdk", "*_test.go")); len(tests) > 0 {
+		t.Errorf("the SDK's tests were written: %v", tests)
 	}
 	log := makeTest(t, filepath.Join(work, "demo"))
 	for _, want := range []string{"demo.json: sha256 ", "1 manifest, 1 tool: all valid", "ok  \texample.com/demo", "Hello, Toolshed!"} {
@@ -83,7 +85,6 @@ func TestPluginsNewGo(t *testing.T) {
 		{[]string{"plugins", "new", "demo"}, "demo already exists"},
 		{[]string{"plugins", "new", "Bad Name"}, "cannot name a plugin"},
 		{[]string{"plugins", "new", "--lang", "rust", "other"}, `--lang "rust": want go or c`},
-		{[]string{"plugins", "new", "--sdk", work, "other"}, "no go.mod of github.com/toolshed/toolshed there"},
 	} {
 		if code, _, errs := runIn(t, work, exe, nil, c.args...); code != 1 || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: exit %d %s", c.args, code, errs)

@@ -60,6 +60,9 @@ type pluginStatus struct {
 	SHA256   string   `json:"sha256"`           // the module it runs
 	Digest   string   `json:"digest,omitempty"` // its OCI digest, when pulled from a registry
 	Source   string   `json:"source,omitempty"` // the reference it was pulled from
+
+	// Pending: an update half written (catalog.Plugin.Pending).
+	Pending string `json:"pending,omitempty"`
 }
 
 func (s *server) routes() http.Handler {
@@ -328,7 +331,8 @@ func (s *server) plugins(w http.ResponseWriter, r *http.Request) {
 		out.Sources = s.sync.Status()
 	}
 	for _, p := range snap.Plugins {
-		st := pluginStatus{Name: p.Name(), Version: p.Manifest.Version, Manifest: p.ManifestPath, Tools: []string{}, SHA256: p.Manifest.SHA256}
+		st := pluginStatus{Name: p.Name(), Version: p.Manifest.Version, Manifest: p.ManifestPath, Tools: []string{}, SHA256: p.Manifest.SHA256,
+			Pending: p.Pending}
 		st.Digest, st.Source = runningDigest(p)
 		for _, t := range p.Tools {
 			st.Tools = append(st.Tools, t.Name())

@@ -40,8 +40,17 @@ type Plugin struct {
 	ModulePath   string // the .wasm file the manifest names
 	Tools        []*Tool
 
-	fsys fs.FS  // where the module is read from
-	name string // module path inside fsys
+	// Pending is set while the module file no longer matches the pin of
+	// the admitted version (an update half written: the .wasm replaced
+	// before its manifest): it says what differs. Calls run the admitted
+	// module, kept (Options.KeepModules), meanwhile.
+	Pending string
+
+	fsys     fs.FS       // where the module is read from
+	name     string      // module path inside fsys
+	kept     string      // the admitted module's kept copy, or ""
+	keptCode []byte      // the admitted module, when no copy could be written
+	stamp    moduleStamp // the module file when admitted (keep.go)
 }
 
 // Name returns the plugin's name.
@@ -95,6 +104,12 @@ type Options struct {
 	// (wasm.CheckModule: its ABI exports and imports); a module it refuses
 	// keeps its plugin out. Nil accepts any bytes.
 	CheckModule func(code []byte) error
+	// KeepModules, with RequireModules, is a folder where the bytes of
+	// every admitted module are kept, named by their sha256: ReadModule
+	// reads them there, so the version a snapshot lists is what its calls
+	// run, whatever happens to the .wasm file (keep.go). "" keeps nothing:
+	// ReadModule reads the module file.
+	KeepModules string
 	// Verified, with RequireModules, remembers the modules that passed,
 	// so that a later load (by another process) of an unchanged module
 	// need not read and hash it again. Nil: every module is read.
@@ -339,17 +354,28 @@ func LoadFS(fsys fs.FS, dir string, opts *Options) (*Snapshot, error) {
 		}
 		if opts.RequireModules {
 			if old := c.old; old != nil && old.Manifest.SHA256 == m.SHA256 && old.Manifest.Version == m.Version {
-				// Unchanged pin: the module was checked when it was admitted.
-			} else if opts.Verified != nil && opts.Verified.Known(p) {
+				// Unchanged pin: the module was checked when it was
+				// admitted, and its kept copy serves; a module file that
+				// changed since is reported.
+				p.keepFrom(old)
+				if p.kept != "" || p.keptCode != nil {
+					p.checkPending()
+				}
+			} else if opts.Verified != nil && opts.Verified.Known(p) && (opts.KeepModules == "" || p.keptInDir(opts.KeepModules)) {
 				// The same file passed before, in an earlier load.
-			} else if code, err := p.ReadModule(); err != nil {
+				p.stamp, _ = stampOf(p.fsys, path.Clean(p.name))
+			} else if code, err := p.readOriginal(); err != nil {
 				fail(c.file, fmt.Errorf("%w; the plugin is left out until its module is there and matches", err))
 				continue
 			} else if err := opts.checkModule(code); err != nil {
 				fail(c.file, fmt.Errorf("plugin %q: module %s: %w", m.Name, p.ModulePath, err))
 				continue
-			} else if opts.Verified != nil {
-				opts.Verified.Remember(p)
+			} else {
+				p.stamp, _ = stampOf(p.fsys, path.Clean(p.name))
+				p.keep(opts.KeepModules, code)
+				if opts.Verified != nil {
+					opts.Verified.Remember(p)
+				}
 			}
 		}
 		add(p)
@@ -498,9 +524,23 @@ func (p *Plugin) clone() *Plugin {
 	return &c
 }
 
-// ReadModule reads the plugin's .wasm module and checks it against the
-// manifest's sha256. It is the first time any byte of the module is read.
+// ReadModule returns the plugin's module, checked against the manifest's
+// sha256: the copy kept at admission (Options.KeepModules), else the .wasm
+// file.
 func (p *Plugin) ReadModule() ([]byte, error) {
+	if p.kept != "" || p.keptCode != nil {
+		if data, err := p.readKept(); err == nil {
+			return data, nil
+		}
+		// The kept copy is gone or changed: the module file, if it
+		// still matches.
+	}
+	return p.readOriginal()
+}
+
+// readOriginal reads the .wasm file the manifest names and checks it
+// against the manifest's sha256.
+func (p *Plugin) readOriginal() ([]byte, error) {
 	f, err := openRegular(p.fsys, path.Clean(p.name))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

@@ -102,6 +102,11 @@ func (l *Live) Reload() (*Snapshot, error) {
 	for _, e := range s.Errors {
 		l.log.Warn("plugin not loaded", "file", e.File, "error", strings.ReplaceAll(e.Error(), "\n", "; "))
 	}
+	for _, p := range s.Plugins {
+		if p.Pending != "" {
+			l.log.Warn("plugin update half written", "plugin", p.Name(), "version", p.Manifest.Version, "pending", p.Pending)
+		}
+	}
 	l.log.Info("catalog loaded", "generation", s.Generation, "plugins", len(s.Plugins), "tools", len(s.Tools), "errors", len(s.Errors))
 	if l.onChange != nil && old != nil {
 		l.onChange(old, s)
