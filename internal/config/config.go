@@ -510,16 +510,29 @@ func (l *Loaded) check() error {
 		checks = append(checks, bad("model.base_url", "%q is not an http(s) URL", c.Model.BaseURL))
 	}
 	for i, k := range c.Server.APIKeys {
-		if len(k) < 16 {
+		if isPlaceholder(k) {
+			checks = append(checks, bad("server.api_keys", "key %d is still the example's placeholder (%.12s...): put a real key in the Secret", i+1, k))
+		} else if len(k) < 16 {
 			checks = append(checks, bad("server.api_keys", "key %d is shorter than 16 characters", i+1))
 		}
 	}
-	if c.Server.ContinuationKey != "" {
+	for _, kv := range [][2]string{{"model.api_key", c.Model.APIKey}, {"registry.password", c.Registry.Password}, {"server.continuation_key", c.Server.ContinuationKey}} {
+		if isPlaceholder(kv[1]) {
+			checks = append(checks, bad(kv[0], "is still the example's placeholder (%.12s...): put the real value in the Secret", kv[1]))
+		}
+	}
+	if c.Server.ContinuationKey != "" && !isPlaceholder(c.Server.ContinuationKey) {
 		if _, err := c.Server.ContinuationKeyBytes(); err != nil {
 			checks = append(checks, bad("server.continuation_key", "%v", err))
 		}
 	}
 	return errors.Join(checks...)
+}
+
+// isPlaceholder reports whether a secret is still a placeholder of the
+// shipped examples (deploy/kubernetes/secret.yaml: "REPLACE-with-...").
+func isPlaceholder(s string) bool {
+	return strings.HasPrefix(strings.ToUpper(strings.TrimSpace(s)), "REPLACE")
 }
 
 // ContinuationKeyBytes decodes server.continuation_key; nil when unset.
