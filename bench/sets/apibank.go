@@ -20,7 +20,7 @@ func apiBank() Converter {
 		Licence:  "Apache-2.0 (api-bank/LICENSE; the repository root is MIT)",
 		Copy:     true,
 		Language: "English",
-		Natural: "The most natural of these sets: the dialogues were written by annotators as a user talking to an assistant " +
+		Natural: "Among the most natural of these sets: the dialogues were written by annotators as a user talking to an assistant " +
 			"(\"Can you add a schedule for me at 2pm on September 12th called 'Meeting with John' at the office?\"), with the " +
 			"follow-up turns a real user gives (user name and password when asked). The APIs are a personal-assistant suite " +
 			"(agenda, alarms, bank, health registration, smart home, search) specified by the authors, 49 of them implemented and labelled here; " +
