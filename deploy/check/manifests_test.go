@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,6 +48,7 @@ type objects struct {
 	ingresses  []networkingv1.Ingress
 	hpas       []autoscalingv2.HorizontalPodAutoscaler
 	pdbs       []policyv1.PodDisruptionBudget
+	netpols    []networkingv1.NetworkPolicy
 	files      []string
 }
 
@@ -92,6 +94,8 @@ func decode(t *testing.T) *objects {
 				err = add(&o.hpas, doc)
 			case "policy/v1 PodDisruptionBudget":
 				err = add(&o.pdbs, doc)
+			case "networking.k8s.io/v1 NetworkPolicy":
+				err = add(&o.netpols, doc)
 			default:
 				t.Fatalf("%s #%d: unexpected %s %s", f, i+1, tm.APIVersion, tm.Kind)
 			}
@@ -100,8 +104,9 @@ func decode(t *testing.T) *objects {
 			}
 		}
 	}
-	if len(o.deploys) != 1 || len(o.configMaps) != 1 || len(o.secrets) != 1 || len(o.hpas) != 1 || len(o.pdbs) != 1 || len(o.services) < 1 || len(o.ingresses) < 1 {
-		t.Fatalf("want one Deployment, ConfigMap, Secret, HPA, PDB and at least one Service and Ingress")
+	if len(o.deploys) != 1 || len(o.configMaps) != 1 || len(o.secrets) != 1 || len(o.hpas) != 1 || len(o.pdbs) != 1 || len(o.netpols) != 1 ||
+		len(o.services) < 1 || len(o.ingresses) < 1 {
+		t.Fatalf("want one Deployment, ConfigMap, Secret, HPA, PDB, NetworkPolicy and at least one Service and Ingress")
 	}
 	return o
 }
@@ -323,8 +328,62 @@ func TestManifests(t *testing.T) {
 	if need := pause + cfg.Server.ShutdownTimeout + 5*time.Second; grace < need {
 		t.Errorf("terminationGracePeriodSeconds %s < preStop %s + server.shutdown_timeout %s + 5s", grace, pause, cfg.Server.ShutdownTimeout)
 	}
-	// Memory: the sessions a replica may hold at once fit the limit.
+	// Memory: the sessions a replica may hold at once fit the limit, and
+	// the Go heap's soft limit is about 90 % of it.
 	limit := c.Resources.Limits.Memory().Value()
+	if soft, err := parseGoMemLimit(envVal["GOMEMLIMIT"]); err != nil || float64(soft) < 0.85*float64(limit) || float64(soft) > 0.92*float64(limit) {
+		t.Errorf("GOMEMLIMIT %q (%v) is not about 90 %% of the memory limit %d MiB", envVal["GOMEMLIMIT"], err, limit>>20)
+	}
+	if m := pod.Spec.AutomountServiceAccountToken; m == nil || *m {
+		t.Error("the pod mounts a service-account token (automountServiceAccountToken: false)")
+	}
+	// The shipped Secret's placeholders are refused at start.
+	var placeholders []string
+	for _, e := range c.Env {
+		if ref := e.ValueFrom; ref != nil && ref.SecretKeyRef != nil && secret.StringData[ref.SecretKeyRef.Key] != "" {
+			placeholders = append(placeholders, e.Name+"="+secret.StringData[ref.SecretKeyRef.Key])
+		}
+	}
+	if _, err := config.Load(config.Source{File: filepath.Join(cfgDir, filepath.Base(cfgPath)), Env: placeholders}); err == nil ||
+		!strings.Contains(err.Error(), "placeholder") {
+		t.Errorf("the Secret's placeholders are accepted at start: %v", err)
+	}
+	// The NetworkPolicy selects the pods, lets clients reach the HTTP
+	// port and the pods reach DNS and the model.
+	np := o.netpols[0]
+	if s, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector); err != nil || !s.Matches(labels.Set(pod.Labels)) {
+		t.Error("the NetworkPolicy does not select the pods")
+	}
+	allows := func(rules [][]networkingv1.NetworkPolicyPort, want string) bool {
+		for _, ps := range rules {
+			for _, p := range ps {
+				if p.Port != nil && (p.Port.String() == want || p.Port.IntValue() != 0 && p.Port.IntValue() == int(port[want])) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	var in, out [][]networkingv1.NetworkPolicyPort
+	for _, r := range np.Spec.Ingress {
+		in = append(in, r.Ports)
+	}
+	for _, r := range np.Spec.Egress {
+		out = append(out, r.Ports)
+	}
+	modelPort := "443"
+	if u, err := url.Parse(cfg.Model.BaseURL); err == nil && u.Port() != "" {
+		modelPort = u.Port()
+	}
+	for _, want := range []struct {
+		rules [][]networkingv1.NetworkPolicyPort
+		port  string
+		what  string
+	}{{in, "http", "clients to the HTTP port"}, {out, "53", "DNS"}, {out, modelPort, "the model"}, {out, "443", "the registry"}} {
+		if !allows(want.rules, want.port) {
+			t.Errorf("the NetworkPolicy does not allow %s (port %s)", want.what, want.port)
+		}
+	}
 	sessions := cfg.Server.MaxConcurrent + cfg.Server.MCP.MaxSessions
 	if need := int64((baseMiB + sessionMiB*float64(sessions)) * (1 << 20)); limit < need {
 		t.Errorf("memory limit %d MiB < %d MiB + %d sessions (server.max_concurrent + server.mcp.max_sessions) × %.1f MiB",
@@ -433,4 +492,19 @@ func argAfter(args []string, flag string) string {
 		}
 	}
 	return ""
+}
+
+// parseGoMemLimit reads GOMEMLIMIT as the Go runtime does: bytes, or a
+// number with B, KiB, MiB, GiB or TiB.
+func parseGoMemLimit(s string) (int64, error) {
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			v, err := strconv.ParseInt(n, 10, 64)
+			return v * u.mult, err
+		}
+	}
+	return strconv.ParseInt(s, 10, 64)
 }
