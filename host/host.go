@@ -699,6 +699,12 @@ func (s *Session) Call(ctx context.Context, name, args string) (Result, *SearchR
 		return Result{Content: fmt.Sprintf("tool %q cannot run: this host has no plugin runtime", name), IsError: true}, nil
 	}
 	res, err := s.wasm.CallResult(ctx, tool, raw)
+	for retry := 0; retry < 2 && errors.Is(err, wasm.ErrDiscarded) && ctx.Err() == nil; retry++ {
+		// Another call of this session (one the client cancelled, one that
+		// trapped) killed the instance before this call ran in it: nothing
+		// of this call ran, and the session's next instance is a fresh one.
+		res, err = s.wasm.CallResult(ctx, tool, raw)
+	}
 	if err != nil {
 		return Result{Content: fmt.Sprintf("tool %q failed: %v", name, err), IsError: true}, nil
 	}
