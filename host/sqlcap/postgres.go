@@ -113,6 +113,19 @@ func (p *postgresDB) privileges(ctx context.Context) ([]string, error) {
 	if super { // everything else follows
 		return []string{fmt.Sprintf("role %q is a superuser", role)}, nil
 	}
+	// PostgreSQL shows a role the text of its own backends' queries in
+	// pg_stat_activity, and every plugin query of every API key runs as
+	// this role: model-written SQL carries user data as literals. With
+	// track_activities off (settable for a role by a superuser only) no
+	// session's text is recorded, so none shows another's.
+	var track string
+	if err := tx.QueryRowContext(ctx, `SELECT current_setting('track_activities')`).Scan(&track); err != nil {
+		return nil, fmt.Errorf("checking the role's settings: %w", err)
+	}
+	if track != "off" {
+		found = append(found, fmt.Sprintf("its sessions show each other their queries' text in pg_stat_activity "+
+			"(track_activities is on; as a superuser: ALTER ROLE %s SET track_activities = off)", pgx.Identifier{role}.Sanitize()))
+	}
 	if createRole {
 		found = append(found, fmt.Sprintf("role %q has CREATEROLE", role))
 	}

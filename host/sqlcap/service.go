@@ -62,6 +62,11 @@ type Options struct {
 	MaxSQLBytes   int           // statement text at most (default 100,000 bytes)
 	MaxMemory     int64         // SQLite: the engine's memory per query (default 64 MiB)
 	MaxConcurrent int           // queries running at once per database (default 4)
+	// TenantSlots bounds the queries one tenant (QueryTenantSQL) runs at
+	// once per database, so that one cannot hold every slot while another
+	// waits: default half of MaxConcurrent, rounded up; at most
+	// MaxConcurrent.
+	TenantSlots int
 }
 
 func (o Options) withDefaults() Options {
@@ -89,6 +94,10 @@ func (o Options) withDefaults() Options {
 	if o.MaxConcurrent <= 0 {
 		o.MaxConcurrent = 4
 	}
+	if o.TenantSlots <= 0 {
+		o.TenantSlots = (o.MaxConcurrent + 1) / 2
+	}
+	o.TenantSlots = min(o.TenantSlots, o.MaxConcurrent)
 	return o
 }
 
@@ -102,16 +111,17 @@ type backend interface {
 // Service runs plugins' read-only queries. It implements wasm.SQLRunner.
 // A Service is safe for concurrent use; Close must not race with queries.
 type Service struct {
-	opts  Options
-	dbs   map[string]backend
-	slots map[string]chan struct{} // one token per query allowed to run
+	opts    Options
+	dbs     map[string]backend
+	slots   map[string]chan struct{} // one token per query allowed to run
+	tenants map[string]*tenantSlots  // each tenant's share of slots
 }
 
 // Open opens the databases. SQLite files must exist; PostgreSQL roles
 // are checked (see Database.AllowPrivileged).
 func Open(dbs []Database, opts Options) (*Service, error) {
 	opts = opts.withDefaults()
-	s := &Service{opts: opts, dbs: map[string]backend{}, slots: map[string]chan struct{}{}}
+	s := &Service{opts: opts, dbs: map[string]backend{}, slots: map[string]chan struct{}{}, tenants: map[string]*tenantSlots{}}
 	for _, d := range dbs {
 		if _, dup := s.dbs[d.Name]; dup {
 			s.Close()
@@ -133,6 +143,7 @@ func Open(dbs []Database, opts Options) (*Service, error) {
 		}
 		s.dbs[d.Name] = b
 		s.slots[d.Name] = make(chan struct{}, opts.MaxConcurrent)
+		s.tenants[d.Name] = newTenantSlots(opts.TenantSlots)
 	}
 	return s, nil
 }
@@ -156,9 +167,18 @@ func (s *Service) Databases() []string {
 	return out
 }
 
-// QuerySQL runs one read-only statement. Refusals, SQL errors and
-// timeouts are errors the plugin can pass to the model.
+// QuerySQL runs one read-only statement for no tenant. Refusals, SQL
+// errors and timeouts are errors the plugin can pass to the model.
 func (s *Service) QuerySQL(ctx context.Context, database string, req abi.SQLRequest) (*abi.SQLReply, error) {
+	return s.QueryTenantSQL(ctx, "", database, req)
+}
+
+// QueryTenantSQL is QuerySQL for tenant (an opaque id; toolshed serve's
+// is a hash of the API key): the query waits for one of the tenant's
+// slots of the database (Options.TenantSlots) before one of the
+// database's, so that another tenant's query finds a slot free. It
+// implements wasm.TenantSQLRunner.
+func (s *Service) QueryTenantSQL(ctx context.Context, tenant, database string, req abi.SQLRequest) (*abi.SQLReply, error) {
 	b, ok := s.dbs[database]
 	if !ok {
 		return nil, fmt.Errorf("sql: no database %q is configured", database)
@@ -183,6 +203,12 @@ func (s *Service) QuerySQL(ctx context.Context, database string, req abi.SQLRequ
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
+	ts := s.tenants[database]
+	if err := ts.acquire(ctx, tenant); err != nil {
+		return nil, fmt.Errorf("sql: this API key already runs %d queries on database %q, its share of the %d slots; try again later",
+			ts.per, database, s.opts.MaxConcurrent)
+	}
+	defer ts.release(tenant)
 	select {
 	case s.slots[database] <- struct{}{}:
 		defer func() { <-s.slots[database] }()

@@ -70,6 +70,15 @@ type SQLRunner interface {
 	QuerySQL(ctx context.Context, database string, req abi.SQLRequest) (*abi.SQLReply, error)
 }
 
+// TenantSQLRunner is an SQLRunner that shares each database among
+// tenants: the queries of a tenant's sessions (NewTenantSession) run
+// through QueryTenantSQL, so that one tenant cannot hold every slot.
+// host/sqlcap.Service is one.
+type TenantSQLRunner interface {
+	SQLRunner
+	QueryTenantSQL(ctx context.Context, tenant, database string, req abi.SQLRequest) (*abi.SQLReply, error)
+}
+
 // effective is the intersection of a manifest's requests and the grants.
 type effective struct {
 	log       bool
@@ -339,6 +348,9 @@ func (p *Plugin) dispatch(ctx context.Context, in *instance, op string, req []by
 		}
 		if p.host.opts.SQL == nil {
 			return nil, errors.New("sql: the host has no SQL backend configured")
+		}
+		if tr, ok := p.host.opts.SQL.(TenantSQLRunner); ok && in.owner != nil {
+			return tr.QueryTenantSQL(ctx, in.owner.tenant, e.sql, r)
 		}
 		return p.host.opts.SQL.QuerySQL(ctx, e.sql, r)
 	case abi.OpArtifact:

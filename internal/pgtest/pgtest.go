@@ -93,8 +93,8 @@ func freePort(t testing.TB) int {
 
 // ReadOnlyRole creates, through the superuser DSN that Start returned, a
 // login role holding only SELECT on the tables of schema public, with
-// pg_terminate_backend and pg_cancel_backend revoked from PUBLIC (as
-// docs/SQL.md advises), and returns a DSN that connects as it. Call it
+// pg_terminate_backend and pg_cancel_backend revoked from PUBLIC and
+// track_activities off (as docs/SQL.md advises), and returns a DSN that connects as it. Call it
 // after the tables exist.
 func ReadOnlyRole(t testing.TB, adminDSN, role string) string {
 	t.Helper()
@@ -107,6 +107,7 @@ func ReadOnlyRole(t testing.TB, adminDSN, role string) string {
 		fmt.Sprintf(`CREATE ROLE %s LOGIN`, role),
 		fmt.Sprintf(`GRANT USAGE ON SCHEMA public TO %s`, role),
 		fmt.Sprintf(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO %s`, role),
+		fmt.Sprintf(`ALTER ROLE %s SET track_activities = off`, role),
 		`REVOKE EXECUTE ON FUNCTION pg_terminate_backend(integer, bigint), pg_cancel_backend(integer) FROM PUBLIC`,
 	} {
 		if _, err := db.Exec(q); err != nil {
