@@ -61,7 +61,7 @@ func (h *Host) NewSession() *Session {
 func (h *Host) newSession() *Session {
 	s := &Session{host: &Host{core: h.core, meter: &usageMeter{}, tenant: h.tenant}, snap: h.snapshot(), known: map[string]bool{}, searches: map[string]string{}, budget: h.opts.Search.Budget}
 	if h.runtime != nil {
-		s.wasm = h.runtime.NewSession()
+		s.wasm = h.runtime.NewTenantSession(h.tenant) // its plugin memory and database slots count against the tenant's shares
 	}
 	return s
 }
