@@ -431,7 +431,7 @@ func TestSGD(t *testing.T) {
 		}
 		return `{"speaker": "` + speaker + `", "utterance": "` + text + `", "frames": [{"service": "` + service + `", "actions": [` + strings.Join(as, ",") + `]}]}`
 	}
-	root := tree(t, map[string]string{
+	fixture := map[string]string{
 		"train/schema.json": "[" + svc("Restaurants_1", "Book a table") + "]",
 		"dev/schema.json":   "[]",
 		"test/schema.json":  "[" + svc("Restaurants_2", "Reserve a table at a restaurant") + "]",
@@ -440,8 +440,8 @@ func TestSGD(t *testing.T) {
 			turn("SYSTEM", "Shall I reserve it?", "Restaurants_2", "OFFER_INTENT=ReserveRestaurant") + "," +
 			turn("USER", "Yes, please.", "Restaurants_2", "AFFIRM_INTENT=ReserveRestaurant") + "," +
 			turn("USER", "Another table in Ukiah.", "Restaurants_1", "INFORM_INTENT=ReserveRestaurant") + `]}]`,
-	})
-	out, res := convertDir(t, "sgd", root)
+	}
+	out, res := convertDir(t, "sgd", tree(t, fixture))
 	tools := readLines[Tool](t, filepath.Join(out, "tools.jsonl"))
 	if len(tools) != 1 || tools[0].Name != "Restaurants_ReserveRestaurant" || tools[0].Description != "Reserve a table at a restaurant. Find and book restaurants" {
 		t.Fatalf("tools %+v: want the sibling services' intent as one tool, the first schema read (test) kept", tools)
@@ -459,5 +459,30 @@ func TestSGD(t *testing.T) {
 	}
 	if res.set.Stats.RedefinedDiffers != 1 {
 		t.Errorf("stats %+v", res.set.Stats)
+	}
+
+	// SGD-X variant 5: each service renamed on its own; the labels follow by
+	// position, and the sibling services still make one tool.
+	variant := strings.NewReplacer("ReserveRestaurant", "BookTable", "Restaurants_1", "Restaurants_15", "Restaurants_2", "Restaurants_25",
+		`"city"`, `"town"`, "Reserve a table", "Get a table")
+	fixture["sgd_x/data/v5/train/schema.json"] = variant.Replace(fixture["train/schema.json"])
+	fixture["sgd_x/data/v5/dev/schema.json"] = "[]"
+	fixture["sgd_x/data/v5/test/schema.json"] = variant.Replace(fixture["test/schema.json"])
+	out, _ = convertDir(t, "sgd-x5", tree(t, fixture))
+	tools = readLines[Tool](t, filepath.Join(out, "tools.jsonl"))
+	if len(tools) != 1 || tools[0].Name != "Restaurants_BookTable" || !strings.HasPrefix(tools[0].Description, "Get a table at a restaurant.") ||
+		!strings.Contains(string(tools[0].Parameters), `"required":["town"]`) {
+		t.Fatalf("variant tools %+v", tools)
+	}
+	qs = readLines[Query](t, filepath.Join(out, "queries.jsonl"))
+	if len(qs) != 2 || qs[0].Tools[0] != "Restaurants_BookTable" || qs[1].Tools[0] != "Restaurants_BookTable" {
+		t.Errorf("variant queries %+v", qs)
+	}
+
+	// A variant that does not line up with the original is refused.
+	fixture["sgd_x/data/v5/test/schema.json"] = "[]"
+	c, _ := lookup("sgd-x5")
+	if _, err := convert(c, tree(t, fixture), ""); err == nil || !strings.Contains(err.Error(), "0 services, the original has 1") {
+		t.Errorf("misaligned variant: %v", err)
 	}
 }

@@ -75,18 +75,41 @@ func sgdDomain(service string) string {
 	return service
 }
 
-func convertSGD(src *Source, s *Set) error {
+func convertSGD(src *Source, s *Set) error { return convertSGDVariant(src, s, "") }
+
+// convertSGDVariant converts SGD with the catalog taken from the SGD-X
+// variant schemas sgd_x/data/<variant> (every service, intent and slot
+// renamed and described anew by crowd workers), or from the original
+// schemas when variant is "". The dialogues are the original ones: a label
+// (original service and intent) maps to the variant by position, as
+// SGD-X's own generate_sgdx_dialogues.py maps them.
+func convertSGDVariant(src *Source, s *Set, variant string) error {
 	trained := map[string]bool{}
+	keep := map[string]string{}  // original <domain>_<intent> -> catalog name
+	owner := map[string]string{} // catalog name -> original <domain>_<intent>
 	for _, split := range []string{"dev", "test", "train"} {
 		var services []sgdService
 		if err := JSONFile(src, split+"/schema.json", &services); err != nil {
 			return err
 		}
-		for _, svc := range services {
+		shown := services
+		if variant != "" {
+			// A fresh slice: decoding into shown would overwrite services.
+			var v []sgdService
+			rel := "sgd_x/data/" + variant + "/" + split + "/schema.json"
+			if err := JSONFile(src, rel, &v); err != nil {
+				return err
+			}
+			if err := sgdSameShape(services, v); err != nil {
+				return fmt.Errorf("%s: %w", rel, err)
+			}
+			shown = v
+		}
+		for i, svc := range services {
 			if split == "train" {
 				trained[svc.Name] = true
 			}
-			if err := addSGDService(s, svc); err != nil {
+			if err := addSGDService(s, svc, shown[i], keep, owner); err != nil {
 				return fmt.Errorf("%s/schema.json: %w", split, err)
 			}
 		}
@@ -113,7 +136,11 @@ func convertSGD(src *Source, s *Set) error {
 							continue
 						}
 						for _, intent := range a.Values {
-							labels = appendNew(labels, sgdDomain(fr.Service)+"_"+intent)
+							key := sgdDomain(fr.Service) + "_" + intent
+							if name, ok := keep[key]; ok {
+								key = name
+							}
+							labels = appendNew(labels, key)
 						}
 						if !trained[fr.Service] {
 							split = "test-unseen"
@@ -130,43 +157,101 @@ func convertSGD(src *Source, s *Set) error {
 	return nil
 }
 
-// addSGDService adds one tool per intent of svc.
-func addSGDService(s *Set, svc sgdService) error {
-	type slot struct {
-		desc   string
-		values []string
+// sgdSameShape checks that a variant schema lists the same services with
+// the same number of intents and slots as the original, in order, since
+// elements are matched by position.
+func sgdSameShape(orig, variant []sgdService) error {
+	if len(orig) != len(variant) {
+		return fmt.Errorf("%d services, the original has %d", len(variant), len(orig))
 	}
-	slots := map[string]slot{}
-	for _, sl := range svc.Slots {
-		sd := slot{desc: sl.Description}
-		if sl.IsCategorical {
-			sd.values = sl.PossibleValues
+	for i := range orig {
+		if len(orig[i].Intents) != len(variant[i].Intents) || len(orig[i].Slots) != len(variant[i].Slots) {
+			return fmt.Errorf("service %s (variant of %s): intents or slots differ in number from the original", variant[i].Name, orig[i].Name)
+		}
+	}
+	return nil
+}
+
+// addSGDService adds one tool per intent of svc, named and described as
+// shown (svc itself, or its SGD-X variant). Sibling services of one domain
+// offering the same intent become one tool: the first one's name is kept
+// in keep, by the original <domain>_<intent>. owner guards against two
+// different intents whose shown names fold together.
+func addSGDService(s *Set, svc, shown sgdService, keep, owner map[string]string) error {
+	type slot struct {
+		name, desc string
+		values     []string
+	}
+	slots := map[string]slot{} // by original slot name
+	for i, sl := range svc.Slots {
+		v := shown.Slots[i]
+		sd := slot{name: v.Name, desc: v.Description}
+		if v.IsCategorical {
+			sd.values = v.PossibleValues
 		}
 		slots[sl.Name] = sd
 	}
-	for _, in := range svc.Intents {
+	for i, in := range svc.Intents {
+		sh := shown.Intents[i]
 		props := map[string]any{}
 		add := func(name string) {
-			p := map[string]any{"type": "string", "description": slots[name].desc}
-			if v := slots[name].values; len(v) > 0 {
-				p["enum"] = v
+			sl, ok := slots[name]
+			if !ok {
+				sl = slot{name: name}
 			}
-			props[name] = p
+			p := map[string]any{"type": "string", "description": sl.desc}
+			if len(sl.values) > 0 {
+				p["enum"] = sl.values
+			}
+			props[sl.name] = p
 		}
+		var required []string
 		for _, r := range in.RequiredSlots {
 			add(r)
+			if sl, ok := slots[r]; ok {
+				r = sl.name
+			}
+			required = append(required, r)
 		}
 		for o := range in.OptionalSlots {
 			add(o)
 		}
 		schema := map[string]any{"type": "object", "properties": props}
-		if len(in.RequiredSlots) > 0 {
-			schema["required"] = in.RequiredSlots
+		if len(required) > 0 {
+			schema["required"] = required
 		}
-		desc := strings.TrimSuffix(strings.TrimSpace(in.Description), ".") + ". " + strings.TrimSpace(svc.Description)
-		if _, err := s.AddTool(sgdDomain(svc.Name)+"_"+in.Name, desc, schema); err != nil {
-			return fmt.Errorf("service %s: %w", svc.Name, err)
+		key := sgdDomain(svc.Name) + "_" + in.Name
+		name := sgdDomain(shown.Name) + "_" + sh.Name
+		if prev, ok := keep[key]; ok {
+			name = prev
 		}
+		desc := strings.TrimSuffix(strings.TrimSpace(sh.Description), ".") + ". " + strings.TrimSpace(shown.Description)
+		got, err := s.AddTool(name, desc, schema)
+		if err != nil {
+			return fmt.Errorf("service %s: %w", shown.Name, err)
+		}
+		if k, taken := owner[got]; taken && k != key {
+			return fmt.Errorf("service %s: intents %s and %s are both named %s", shown.Name, k, key, got)
+		}
+		keep[key], owner[got] = got, key
 	}
 	return nil
+}
+
+// sgdX converts SGD with the catalog of SGD-X variant n (1-5): the same
+// requests and labels as sgd, every tool renamed and described anew.
+func sgdX(n int) Converter {
+	c := sgd()
+	v := fmt.Sprintf("v%d", n)
+	c.Name = fmt.Sprintf("sgd-x%d", n)
+	c.Title = fmt.Sprintf("Schema-Guided Dialogue with the SGD-X %s schemas: the requests and labels of `sgd`, over the same intents renamed and described anew by crowd workers", v)
+	c.Paper += "; SGD-X: A Benchmark for Robust Generalization in Schema-Guided Dialogue Systems (AAAI 2022, arXiv:2110.06800)"
+	c.Rules = append([]string{
+		"As `sgd`, except that every tool's name, description and parameters come from `sgd_x/data/" + v + "/{dev,test,train}/schema.json`, matched to the original schemas by position (services, intents, slots), as SGD-X's `generate_sgdx_dialogues.py` matches them; the dialogues and their labels are the original ones, mapped to the variant names.",
+	}, c.Rules...)
+	c.Caveats = append([]string{
+		"Measure it beside `sgd`: the requests are identical, so the difference is what the wording of the catalog does to the search. Variant 5 is the furthest from the original wording.",
+	}, c.Caveats...)
+	c.Convert = func(src *Source, s *Set) error { return convertSGDVariant(src, s, v) }
+	return c
 }
