@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/internal/procmem"
+	"github.com/toolshed/toolshed/internal/wasmbuild"
+)
+
+// TestServeMemoryBudget: toolshed serve with server.instance_memory_mb
+// 1024 (from the environment), eight MCP sessions each asking a plugin
+// for 200 MiB and staying open. Serve's peak RSS stays under its idle RSS
+// + 1,024 + 256 MiB, the sessions past the budget get a tool error that
+// names it, and once two sessions close a new one gets its 200 MiB.
+func TestServeMemoryBudget(t *testing.T) {
+	bin := hostileBinary(t)
+	e := newHostileEnv(t, bin)
+	e.plugin("hog.json", "hog", wat(t, wasmbuild.GrowWAT(200)), map[string]int{"max_memory_mb": 256}, nil, "hog")
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--plugins", e.plugins, "--no-time", "--no-todo")
+	cmd.Dir = e.root
+	// reclaim_idle is long: a slow machine must not make the first
+	// sessions idle enough to be reclaimed (TestReclaimIdle covers that).
+	cmd.Env = append(append(cmd.Environ(), e.env...), "TOOLSHED_SERVER_INSTANCE_MEMORY_MB=1024", "TOOLSHED_SERVER_RECLAIM_IDLE=1h")
+	logs := &strings.Builder{}
+	cmd.Stderr = &lockedWriter{w: logs}
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	url := ""
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+			break
+		}
+	}
+	go io.Copy(io.Discard, stdout)
+	if url == "" {
+		t.Fatalf("serve did not start: %s", logs)
+	}
+	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+	idle, ok := procmem.Field(status, "VmRSS")
+	if !ok {
+		t.Skip("no /proc to read the RSS from")
+	}
+	open := func() *mcp.ClientSession {
+		cs, _ := mcpClient(t, &mcp.StreamableClientTransport{Endpoint: url + "/mcp"}, "")
+		if text, isErr := callText(t, cs, "tool_search", map[string]any{"query": "hog"}); isErr || !strings.Contains(text, "hog") {
+			t.Fatalf("tool_search: %q", text)
+		}
+		return cs
+	}
+	hog := func(cs *mcp.ClientSession) (string, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "hog", Arguments: map[string]any{}})
+		if err != nil {
+			t.Fatalf("hog: %v", err)
+		}
+		return res.Content[0].(*mcp.TextContent).Text, res.IsError
+	}
+	var sessions []*mcp.ClientSession
+	served, refused := 0, 0
+	for i := range 8 {
+		cs := open()
+		sessions = append(sessions, cs)
+		text, isErr := hog(cs)
+		switch {
+		case !isErr && text == "ok":
+			served++
+		case isErr && strings.Contains(text, "plugin memory budget"):
+			refused++
+		default:
+			t.Fatalf("session %d: %q (error %v)", i, text, isErr)
+		}
+	}
+	peak, _ := procmem.Field(status, "VmHWM")
+	t.Logf("idle RSS %d MiB, peak %d MiB; %d sessions got 200 MiB, %d were refused", idle>>20, peak>>20, served, refused)
+	if limit := idle + (1024+256)<<20; peak > limit {
+		t.Errorf("peak RSS %d MiB is over idle %d MiB + 1,024 + 256 MiB", peak>>20, idle>>20)
+	}
+	if served < 4 || served > 5 || refused != 8-served {
+		t.Errorf("%d sessions served, %d refused; want 4 or 5 served (1,024 MiB / 200 MiB) and the rest refused", served, refused)
+	}
+	for _, cs := range sessions[:2] {
+		cs.Close() // DELETE: its instances go
+	}
+	if text, isErr := hog(open()); isErr || text != "ok" {
+		t.Fatalf("a new session after two closed: %q (error %v)", text, isErr)
+	}
+	if peak, _ := procmem.Field(status, "VmHWM"); peak > idle+(1024+256)<<20 {
+		t.Errorf("peak RSS %d MiB is over idle %d MiB + 1,024 + 256 MiB", peak>>20, idle>>20)
+	}
+}
