@@ -113,13 +113,13 @@ replicas:
 conformance: build plugins
 	BIN=$(BIN) host/mcpserver/conformance/run.sh
 
-eval: build
-	@for set in seal-tools metatool; do \
-	  if [ -f $(EVAL)/$$set/tools.jsonl ]; then \
-	    echo "== $$set"; $(BIN) eval --baseline --tools $(EVAL)/$$set/tools.jsonl --queries $(EVAL)/$$set/queries.jsonl; echo; \
-	  else echo "== $$set: $(EVAL)/$$set/tools.jsonl not found: the public sets are not in this repository; docs/SEARCH.md (\"The public sets\") says where they come from and how to convert them; EVAL=DIR points at them"; fi; \
-	done
-	@echo "== zh-eval (Chinese)"; $(BIN) eval --baseline --tools search/testdata/zh-eval/tools.jsonl --queries search/testdata/zh-eval/queries.jsonl
+# The evaluation table (docs/SEARCH.md, "The protocol"): every labelled set
+# (EVAL's public sets, bench/testdata/eval's converted ones, the Chinese
+# set) at its own size and padded to 5,000-100,000 tools, on the test half
+# of its requests, Toolshed beside bleve and the naive BM25 in one run.
+# EVAL_FLAGS adds bench flags, e.g. EVAL_FLAGS='-half tune -sizes 10000'.
+eval:
+	cd bench && $(BENCH_GO) run . -only eval -eval $(abspath $(EVAL)) $(EVAL_FLAGS)
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./host/manifest

@@ -151,3 +151,57 @@ func TestReport(t *testing.T) {
 		}
 	}
 }
+
+func TestEvalTable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	os.MkdirAll(dir, 0o755)
+	tools := `{"name":"getWeather","description":"Get the current weather for a city"}
+{"name":"sendEmail","description":"Send an email message to a recipient"}
+{"name":"convertCurrency","description":"Convert an amount between two currencies"}
+{"name":"searchFlights","description":"Search flights between two airports on a date"}
+`
+	var qs strings.Builder
+	for i, q := range []string{"what is the weather in Paris", "weather forecast for Berlin today", "mail my boss the report",
+		"send an email to Alice", "how many euros is 100 dollars", "convert 50 pounds to yen", "find a flight to Tokyo", "flights from Oslo to Rome"} {
+		tool := []string{"getWeather", "sendEmail", "convertCurrency", "searchFlights"}[i/2]
+		qs.WriteString(`{"query":"` + q + `","tools":["` + tool + `"]}` + "\n")
+	}
+	os.WriteFile(filepath.Join(dir, "tools.jsonl"), []byte(tools), 0o644)
+	os.WriteFile(filepath.Join(dir, "queries.jsonl"), []byte(qs.String()), 0o644)
+	var o evalOptions
+	if err := o.parse("all", "50", "recombined,sentence", `{"K1":1.2}`, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	o.dirs = []string{filepath.Dir(dir)}
+	rows, err := evalTable(o, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || rows[0].Tools != 4 || rows[1].Tools != 50 || rows[2].Shape != "sentence" {
+		t.Fatalf("rows: %+v", rows)
+	}
+	for _, r := range rows {
+		for _, e := range evalEngineOrder {
+			if v, ok := r.Recall5[e]; !ok || v < 0 || v > 1 {
+				t.Errorf("%s, %d tools: %s recall@5 %v", r.Set, r.Tools, e, v)
+			}
+		}
+		if r.Cand < 0 || r.Cand > 1 || r.Queries != 8 {
+			t.Errorf("%s, %d tools: candidates %v, %d requests", r.Set, r.Tools, r.Cand, r.Queries)
+		}
+	}
+	if rows[0].Recall5["Toolshed"] < 0.5 {
+		t.Errorf("Toolshed finds %.2f of a trivial set", rows[0].Recall5["Toolshed"])
+	}
+	var buf strings.Builder
+	printEval(&buf, rows, o.half, nil)
+	if !strings.Contains(buf.String(), "Toolshed − bleve") || !strings.Contains(buf.String(), "tiny") {
+		t.Errorf("table:\n%s", buf.String())
+	}
+	for _, bad := range [][6]string{{"train", "", "", "", "", ""}, {"test", "x", "", "", "", ""}, {"test", "", "odd", "", "", ""},
+		{"test", "", "", `{"Nope":1}`, "", ""}, {"test", "", "", "", "", "lucene"}} {
+		if err := o.parse(bad[0], bad[1], bad[2], bad[3], bad[4], bad[5]); err == nil {
+			t.Errorf("parse accepted %q", bad)
+		}
+	}
+}

@@ -16,30 +16,49 @@ import (
 	"github.com/toolshed/toolshed/host/manifest"
 )
 
-// bleve, the peer engine: an in-memory scorch index with BM25 scoring and
-// the same six fields Toolshed indexes. English catalogs use bleve's
-// English analyzer (unicode words, possessives, lowercase, stop words,
-// Porter stemmer); the Chinese set uses its CJK analyzer (bigrams).
+// bleve, the peer engine: an in-memory scorch index with BM25 scoring.
+// English catalogs use bleve's English analyzer (unicode words,
+// possessives, lowercase, stop words, Porter stemmer); Chinese ones its
+// CJK analyzer (bigrams).
 //
-// Two ways to query it:
-//   - all: one match query on the composite _all field (bleve's default);
-//   - fields: a disjunction of match queries, one per field, boosted with
-//     Toolshed's field weights (search.DefaultWeights).
+// Three ways to query it:
+//   - all: the six fields Toolshed indexes, one match query on the
+//     composite _all field (bleve's default);
+//   - fields: the same six fields, a disjunction of match queries, one per
+//     field, boosted with Toolshed's field weights (search.DefaultWeights);
+//   - three fields (the evaluation table's, `make eval`): name boosted 2,
+//     description, and parameters (names and descriptions), a disjunction
+//     of one match query per field. It takes nothing from Toolshed's
+//     tuning, so it is the stock configuration a user would write.
 
-type bleveDoc struct {
-	Name        string `json:"name"`
-	Keywords    string `json:"keywords"`
-	Examples    string `json:"examples"`
-	Description string `json:"description"`
-	ParamNames  string `json:"param_names"`
-	ParamDescs  string `json:"param_descriptions"`
-}
-
-// bleveFields and their boosts, as in search.DefaultWeights.
-var bleveFields = []struct {
+// bleveField is one indexed field: its name, its boost in a per-field
+// query, and its text for a tool (pn, pd: the parameters' names and
+// descriptions).
+type bleveField struct {
 	name  string
 	boost float64
-}{{"name", 3.0}, {"keywords", 2.5}, {"examples", 1.5}, {"description", 1.0}, {"param_names", 0.6}, {"param_descriptions", 0.4}}
+	text  func(t manifest.Tool, pn, pd []string) string
+}
+
+// sixFields are Toolshed's fields with its boosts (search.DefaultWeights).
+var sixFields = []bleveField{
+	{"name", 3.0, func(t manifest.Tool, _, _ []string) string { return t.Name }},
+	{"keywords", 2.5, func(t manifest.Tool, _, _ []string) string { return strings.Join(t.Keywords, "\n") }},
+	{"examples", 1.5, func(t manifest.Tool, _, _ []string) string { return strings.Join(t.Examples, "\n") }},
+	{"description", 1.0, func(t manifest.Tool, _, _ []string) string { return t.Description }},
+	{"param_names", 0.6, func(_ manifest.Tool, pn, _ []string) string { return strings.Join(pn, "\n") }},
+	{"param_descriptions", 0.4, func(_ manifest.Tool, _, pd []string) string { return strings.Join(pd, "\n") }},
+}
+
+// threeFields are the stock layout: name (boost 2), description,
+// parameters.
+var threeFields = []bleveField{
+	{"name", 2, func(t manifest.Tool, _, _ []string) string { return t.Name }},
+	{"description", 1, func(t manifest.Tool, _, _ []string) string {
+		return strings.Join(append([]string{t.Description}, append(t.Keywords, t.Examples...)...), "\n")
+	}},
+	{"parameters", 1, func(_ manifest.Tool, pn, pd []string) string { return strings.Join(append(pn, pd...), "\n") }},
+}
 
 func bleveEngine(perField bool) engineSpec {
 	name := "bleve (_all)"
@@ -47,17 +66,25 @@ func bleveEngine(perField bool) engineSpec {
 		name = "bleve (fields)"
 	}
 	return engineSpec{name, func(tools []manifest.Tool, chinese bool) (engine, error) {
-		return buildBleve(tools, chinese, perField)
+		return buildBleve(tools, chinese, sixFields, perField)
+	}}
+}
+
+// bleve3Engine is the evaluation table's bleve: three fields, name boost 2.
+func bleve3Engine() engineSpec {
+	return engineSpec{"bleve", func(tools []manifest.Tool, chinese bool) (engine, error) {
+		return buildBleve(tools, chinese, threeFields, true)
 	}}
 }
 
 type bleveEngineImpl struct {
 	ix       bleve.Index
 	analyzer string
+	fields   []bleveField
 	perField bool
 }
 
-func buildBleve(tools []manifest.Tool, chinese, perField bool) (*bleveEngineImpl, error) {
+func buildBleve(tools []manifest.Tool, chinese bool, fields []bleveField, perField bool) (*bleveEngineImpl, error) {
 	an := en.AnalyzerName
 	if chinese {
 		an = cjk.AnalyzerName
@@ -67,7 +94,7 @@ func buildBleve(tools []manifest.Tool, chinese, perField bool) (*bleveEngineImpl
 	im.DefaultAnalyzer = an
 	im.StoreDynamic = false
 	dm := bleve.NewDocumentMapping()
-	for _, f := range bleveFields {
+	for _, f := range fields {
 		fm := mapping.NewTextFieldMapping()
 		fm.Analyzer = an
 		fm.Store = false
@@ -81,13 +108,15 @@ func buildBleve(tools []manifest.Tool, chinese, perField bool) (*bleveEngineImpl
 	}
 	b := ix.NewBatch()
 	for _, t := range tools {
-		d := bleveDoc{Name: t.Name, Keywords: strings.Join(t.Keywords, "\n"), Examples: strings.Join(t.Examples, "\n"), Description: t.Description}
 		var pn, pd []string
 		for _, p := range catalog.SchemaParams(t.Parameters) {
 			pn = append(pn, p.Name)
 			pd = append(pd, p.Description)
 		}
-		d.ParamNames, d.ParamDescs = strings.Join(pn, "\n"), strings.Join(pd, "\n")
+		d := make(map[string]any, len(fields))
+		for _, f := range fields {
+			d[f.name] = f.text(t, pn, pd)
+		}
 		if err := b.Index(t.Name, d); err != nil {
 			return nil, err
 		}
@@ -105,14 +134,14 @@ func buildBleve(tools []manifest.Tool, chinese, perField bool) (*bleveEngineImpl
 	if err != nil || int(n) != len(tools) {
 		return nil, fmt.Errorf("bleve holds %d documents of %d (%v)", n, len(tools), err)
 	}
-	return &bleveEngineImpl{ix: ix, analyzer: an, perField: perField}, nil
+	return &bleveEngineImpl{ix: ix, analyzer: an, fields: fields, perField: perField}, nil
 }
 
 func (e *bleveEngineImpl) top(q string, k int) []string {
 	var qu bq.Query
 	if e.perField {
 		var parts []bq.Query
-		for _, f := range bleveFields {
+		for _, f := range e.fields {
 			m := bleve.NewMatchQuery(q)
 			m.SetField(f.name)
 			m.Analyzer = e.analyzer

@@ -76,13 +76,19 @@ var heapInUse = evalrun.HeapInUse
 // every query twice, timing the second run so one-time costs are not
 // counted as query latency. Ranks are read from the top 10.
 func measure(spec engineSpec, tools []manifest.Tool, queries []query, chinese bool) (quality, error) {
+	q, _, err := measureEngine(spec, tools, queries, chinese)
+	return q, err
+}
+
+// measureEngine is measure, and also returns the engine it built.
+func measureEngine(spec engineSpec, tools []manifest.Tool, queries []query, chinese bool) (quality, engine, error) {
 	q := quality{Engine: spec.name, Queries: len(queries), Tools: len(tools)}
 	h0 := heapInUse()
 	start := time.Now()
 	e, err := spec.build(tools, chinese)
 	q.Build = time.Since(start)
 	if err != nil {
-		return q, fmt.Errorf("%s: %w", spec.name, err)
+		return q, nil, fmt.Errorf("%s: %w", spec.name, err)
 	}
 	q.HeapMiB = max(0, (float64(heapInUse())-float64(h0))/(1<<20))
 	lat := make([]float64, len(queries))
@@ -128,7 +134,7 @@ func measure(spec engineSpec, tools []manifest.Tool, queries []query, chinese bo
 	q.P50 = time.Duration(percentile(lat, 0.50))
 	q.P99 = time.Duration(percentile(lat, 0.99))
 	runtime.KeepAlive(e)
-	return q, nil
+	return q, e, nil
 }
 
 func percentile(sorted []float64, p float64) float64 {

@@ -12,7 +12,10 @@
 //     instance, as a session's first call, and as a process per call;
 //  4. scale: sessions per second, memory per session, and search latency
 //     from 100 to 100,000 tools;
-//  5. hot reload latency (the catalog package's own test).
+//  5. hot reload latency (the catalog package's own test);
+//  6. eval: every labelled set at its own size and padded to 5,000 -
+//     100,000 tools, on the test half of its requests, Toolshed beside
+//     bleve and the naive BM25 (`make eval` runs this section alone).
 //
 // It lives in its own module so that the peers it compares against never
 // enter Toolshed's. Run it with `make bench` (or `go run .` here).
@@ -28,6 +31,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/toolshed/toolshed/internal/evalrun"
 )
 
 type options struct {
@@ -37,10 +42,12 @@ type options struct {
 	quick    bool   // small samples, for tests
 	only     map[string]bool
 	scaleMax int
+	eval     evalOptions
+	evalJSON string // write the eval rows here as JSON Lines
 }
 
 // sections of the suite, in order.
-var sections = []string{"search", "context", "calls", "scale", "reload"}
+var sections = []string{"search", "context", "calls", "scale", "reload", "eval"}
 
 func (o options) runs(section string) bool { return len(o.only) == 0 || o.only[section] }
 
@@ -52,7 +59,22 @@ func main() {
 	flag.BoolVar(&o.quick, "quick", false, "small samples (a smoke test, not for the report)")
 	only := flag.String("only", "", "run only these sections, comma-separated ("+strings.Join(sections, ", ")+"); implies -docs ''")
 	flag.IntVar(&o.scaleMax, "scale-max", 100_000, "largest synthetic catalog")
+	extraSets := flag.String("sets-dir", "testdata/eval", "more sets (each a folder with tools.jsonl, queries.jsonl), beside -eval's")
+	half := flag.String("half", "test", "eval: the half of each set's requests to measure (tune, test or all; docs/SEARCH.md)")
+	sizes := flag.String("sizes", "5000,10000,30000,100000", "eval: padded catalog sizes, comma-separated (empty: none)")
+	shapes := flag.String("shapes", "recombined", "eval: distractor shapes, comma-separated (recombined, sentence)")
+	weights := flag.String("weights", "", "eval: search.Weights as JSON over the defaults (for tuning, on the tune half)")
+	onlySets := flag.String("sets", "", "eval: only these sets, comma-separated")
+	engines := flag.String("engines", "", "eval: only these engines, comma-separated (Toolshed, bleve, naive BM25)")
+	flag.IntVar(&o.eval.native, "native-max", 2000, "eval: at most this many requests per set on its own catalog (0: all)")
+	flag.IntVar(&o.eval.padded, "padded-max", 300, "eval: at most this many requests per set on a padded catalog")
+	flag.StringVar(&o.evalJSON, "eval-json", "", "eval: also write the rows as JSON Lines to this file")
 	flag.Parse()
+	o.eval.dirs = []string{*extraSets}
+	if err := o.eval.parse(*half, *sizes, *shapes, *weights, *onlySets, *engines); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	if *only != "" {
 		o.only, o.docs = map[string]bool{}, ""
 		for _, s := range strings.Split(*only, ",") {
@@ -86,6 +108,8 @@ type results struct {
 	Scale       []scaleRow
 	Reload      reloadResult
 	EvalPath    string
+	Eval        []evalRow
+	EvalHalf    evalrun.Half
 }
 
 type setResult struct {
@@ -121,7 +145,7 @@ func run(o options, out io.Writer) error {
 	}
 	var data []*dataset
 	for _, s := range sets {
-		if s.name != "Seal-Tools" && !o.runs("search") {
+		if !o.runs("search") && (s.name != "Seal-Tools" || !(o.runs("context") || o.runs("calls") || o.runs("scale"))) {
 			continue
 		}
 		d, err := readDataset(s.name, s.dir, s.zh)
@@ -130,7 +154,10 @@ func run(o options, out io.Writer) error {
 		}
 		data = append(data, d)
 	}
-	seal := data[0]
+	var seal *dataset
+	if len(data) > 0 {
+		seal = data[0]
+	}
 
 	// 1. Search quality and speed.
 	if o.runs("search") {
@@ -232,6 +259,29 @@ func run(o options, out io.Writer) error {
 		logf("reload: go test ./host/catalog")
 		r.Reload = reloadLatency(filepath.Dir(moduleDir), 100)
 		printReload(out, r.Reload)
+	}
+	// 6. The evaluation table.
+	if o.runs("eval") {
+		eo := o.eval
+		eo.dirs, eo.zhDir = append([]string{o.evalDir}, eo.dirs...), o.zhDir
+		if o.quick {
+			eo.native, eo.padded, eo.sizes = 100, 50, []int{10_000}
+		}
+		rows, err := evalTable(eo, func(s string) { logf("%s", s) })
+		if err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
+		r.Eval, r.EvalHalf = rows, eo.half
+		var jw io.Writer
+		if o.evalJSON != "" {
+			f, err := os.Create(o.evalJSON)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			jw = f
+		}
+		printEval(out, rows, eo.half, jw)
 	}
 	r.Elapsed = time.Since(r.Started)
 	if o.docs == "" {

@@ -5,12 +5,13 @@ import (
 	"strings"
 )
 
-// CandidateDepth is how many keyword hits lead a candidate list.
+// CandidateDepth is how many keyword hits lead a candidate list (a list
+// is cut at its token budget long before, on a large catalog).
 const CandidateDepth = 100
 
 // Candidates lists tools for a language model to choose from, drawn from
 // the whole index: first the query's keyword hits (up to CandidateDepth,
-// best first, no cut), then every other tool, taking one tool from each
+// by score, no cut and no diversified top), then every other tool, taking one tool from each
 // plugin in turn (plugins by name, tools in index order), so that a list
 // cut short still shows every group. take is called with each name in
 // that order and returns false to stop (when a token budget is spent);
@@ -18,7 +19,7 @@ const CandidateDepth = 100
 // deterministic.
 func (ix *Index) Candidates(q string, take func(name string) bool) {
 	seen := make([]bool, len(ix.docs))
-	if res, err := ix.Search(q, CandidateDepth); err == nil {
+	if res, err := ix.search(q, CandidateDepth, false); err == nil {
 		for _, h := range res.Hits {
 			d := ix.exact[foldName(h.Name)]
 			seen[d] = true

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strings"
 	"sync"
 	"time"
@@ -105,6 +106,14 @@ type Weights struct {
 	// Pool is how many hits per hit asked for are re-ranked (at least 16
 	// more than asked for).
 	Pool int
+	// PerField scores each field with its own BM25 saturation and length
+	// normalisation and sums the fields' scores, each times its weight
+	// (1: one IDF per term; 2: each field's own IDF), instead of BM25F's
+	// one saturation of the fields' weighted frequencies (0).
+	PerField int
+	// Coord multiplies a tool's score by the share of the query's own
+	// terms it matched, to this power (0: off).
+	Coord float64
 }
 
 // DefaultWeights are the weights tuned on the evaluation sets (docs/SEARCH.md).
@@ -141,7 +150,10 @@ type Index struct {
 	pool          int
 	novel         float32
 	siblings      int
-	scratch       sync.Pool
+	// coordOn: Weights.Coord is set (applyCoord).
+	coordOn bool
+	coordP  float64
+	scratch sync.Pool
 }
 
 type docInfo struct {
@@ -208,7 +220,8 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 	for f := range fieldLen {
 		fieldLen[f] = make([]float32, len(docs))
 	}
-	var termDocs []int32 // document frequency by term
+	var termDocs []int32             // document frequency by term
+	var fieldDocs [numFields][]int32 // document frequency by term, per field
 	for i, d := range docs {
 		if d.Name == "" {
 			return nil, errors.New("search: document with an empty name")
@@ -230,6 +243,9 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 					id = int32(len(ix.terms))
 					ix.terms[t] = id
 					termDocs = append(termDocs, 0)
+					for f := range fieldDocs {
+						fieldDocs[f] = append(fieldDocs[f], 0)
+					}
 				}
 				k, ok := local[id]
 				if !ok {
@@ -237,6 +253,9 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 					local[id] = k
 					perDoc[i] = append(perDoc[i], tfEntry{term: id})
 					termDocs[id]++
+				}
+				if perDoc[i][k].tf[f] == 0 {
+					fieldDocs[f][id]++
 				}
 				perDoc[i][k].tf[f]++
 				fieldLen[f][i]++
@@ -285,20 +304,34 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 	fill := append([]int32(nil), ix.start[:len(ix.start)-1]...)
 	for i, entries := range perDoc {
 		for _, e := range entries {
-			var tf float64
+			df := float64(termDocs[e.term])
+			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+			var tf, sum float64
 			for f := 0; f < numFields; f++ {
 				if e.tf[f] == 0 {
 					continue
 				}
 				norm := 1 - w.B[f] + w.B[f]*float64(fieldLen[f][i])/avg[f]
-				tf += w.Field[f] * float64(e.tf[f]) / norm
+				if w.PerField == 0 {
+					tf += w.Field[f] * float64(e.tf[f]) / norm
+					continue
+				}
+				fidf := idf
+				if w.PerField == 2 {
+					fdf := float64(fieldDocs[f][e.term])
+					fidf = math.Log(1 + (n-fdf+0.5)/(fdf+0.5))
+				}
+				t := float64(e.tf[f])
+				sum += w.Field[f] * fidf * t / (t + w.K1*norm)
 			}
-			df := float64(termDocs[e.term])
-			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 			k := fill[e.term]
 			fill[e.term]++
 			ix.pDoc[k] = int32(i)
-			ix.pW[k] = float32(idf * tf / (w.K1 + tf))
+			if w.PerField == 0 {
+				ix.pW[k] = float32(idf * tf / (w.K1 + tf))
+			} else {
+				ix.pW[k] = float32(sum)
+			}
 		}
 	}
 	if !cfg.NoLexicon {
@@ -318,6 +351,9 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 	if w.Overlap > 0 && w.Overlap < 1 {
 		ix.overlap, ix.pool, ix.novel = float32(w.Overlap), max(w.Pool, 1), float32(w.Novel)
 		ix.siblings = max(w.Siblings, 1)
+	}
+	if w.Coord > 0 {
+		ix.coordOn, ix.coordP = true, w.Coord
 	}
 	ix.build = time.Since(start)
 	return ix, nil
@@ -372,6 +408,12 @@ func (t queryTerm) label() string {
 // that order. A query equal to a tool's name (ignoring case and _ - .
 // separators) puts that tool first.
 func (ix *Index) Search(query string, limit int) (Result, error) {
+	return ix.search(query, limit, true)
+}
+
+// search is Search; rerank false leaves out the diversified top (a long
+// list for a selection model is ordered by score alone).
+func (ix *Index) search(query string, limit int, rerank bool) (Result, error) {
 	if len(query) > MaxQueryBytes {
 		return Result{}, ErrQueryTooLong
 	}
@@ -400,13 +442,16 @@ func (ix *Index) Search(query string, limit int) (Result, error) {
 			mask[d] |= bit
 		}
 	}
+	if ix.coordOn {
+		ix.applyCoord(qs, score, mask)
+	}
 	var exact int32
 	hasExact := false
 	if len(q) <= maxNameQuery && (ix.nonASCIINames || text.IsASCII(q)) {
 		exact, hasExact = ix.exact[foldName(q)]
 	}
 	var top []int32
-	if ix.overlap > 0 && len(qs) > 1 && limit > 1 {
+	if rerank && ix.overlap > 0 && len(qs) > 1 && limit > 1 {
 		top = ix.diversify(ix.topK(score, max(limit*ix.pool, limit+16), exact, hasExact), qs, score, mask, limit, hasExact, sc)
 	} else {
 		top = ix.topK(score, limit, exact, hasExact)
@@ -568,4 +613,28 @@ func (ix *Index) topK(score []float32, k int, exact int32, hasExact bool) []int3
 		}
 	}
 	return best
+}
+
+// applyCoord multiplies each matched tool's score by the share of the
+// query's own terms (not expansions) it matched, to the power Coord.
+func (ix *Index) applyCoord(qs []queryTerm, score []float32, mask []uint32) {
+	var own uint32
+	for qi, t := range qs {
+		if qi < maskTerms && t.source == "" {
+			own |= 1 << uint(qi)
+		}
+	}
+	q := bits.OnesCount32(own)
+	if q <= 1 {
+		return
+	}
+	var tbl [maskTerms + 1]float32
+	for m := 0; m <= q; m++ {
+		tbl[m] = float32(math.Pow(float64(m)/float64(q), ix.coordP))
+	}
+	for d, s := range score {
+		if s != 0 {
+			score[d] = s * tbl[bits.OnesCount32(mask[d]&own)]
+		}
+	}
 }

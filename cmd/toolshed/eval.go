@@ -26,6 +26,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	cands := fs.Int("candidates", 0, "also measure the LLM candidate lists of at most `TOKENS` tokens (tool_search's default: 6000) over the queries keyword misses")
 	synth := fs.Int("synth", 0, "grow the catalog to `N` tools with recombined distractors (as make bench's scale section)")
 	sampleN := fs.Int("sample", 0, "run `N` queries spread evenly over the set (0: all)")
+	halfName := fs.String("half", "all", "run the `HALF` of the requests: tune, test or all (docs/SEARCH.md: the split is fixed by a hash of each request)")
 	var lexicons listFlag
 	fs.Var(&lexicons, "lexicon", "extra Chinese-English lexicon `FILE` (repeatable)")
 	fs.Usage = func() {
@@ -50,10 +51,14 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	half, ok := evalrun.ParseHalf(*halfName)
+	if !ok {
+		return fmt.Errorf("--half %q: want tune, test or all", *halfName)
+	}
 	if *synth > 0 {
 		tools = evalrun.Synth(tools, *synth)
 	}
-	queries = evalrun.Sample(queries, *sampleN)
+	queries = evalrun.Sample(evalrun.Split(queries, half), *sampleN)
 	cfg := &search.Config{NoLexicon: *noLexicon, NoBigrams: *noBigrams, Lexicons: lexicons}
 	if *zhDict != "" {
 		cfg.Chinese = search.NewSegmenter(*zhDict)

@@ -14,6 +14,10 @@ type CandidateReport struct {
 	Queries int `json:"queries"` // queries whose keyword top 5 misses
 	// Recall is the share of those queries with a correct tool in the list.
 	Recall float64 `json:"recall"`
+	// RecallAll is the share of all the queries with a correct tool in
+	// the list (All is their number).
+	RecallAll float64 `json:"recall_all"`
+	All       int     `json:"all"`
 	// MeanTools and MeanTokens are the list's mean size.
 	MeanTools  float64 `json:"mean_tools"`
 	MeanTokens float64 `json:"mean_tokens"`
@@ -21,30 +25,36 @@ type CandidateReport struct {
 
 // Candidates runs the queries against ix and measures the candidate lists
 // of at most maxTools tools and budget tokens, each tool a
-// search.CandidateLine as tool_search writes it.
+// search.CandidateLine as tool_search writes it: over the queries keyword
+// search misses, and over all of them.
 func Candidates(ix *search.Index, tools []manifest.Tool, queries []Query, maxTools, budget int) (CandidateReport, error) {
 	desc := make(map[string]string, len(tools))
 	for _, t := range tools {
 		desc[t.Name] = t.Description
 	}
-	r := CandidateReport{Budget: budget}
+	r := CandidateReport{Budget: budget, All: len(queries)}
+	cost := map[string]int{} // a tool's line's tokens
 	for _, q := range queries {
 		want := map[string]bool{}
 		for _, t := range q.Tools {
 			want[t] = true
 		}
-		if hit(Toolshed{Index: ix}.Top(q.Query, 5), want) {
-			continue
+		missed := !hit(Toolshed{Index: ix}.Top(q.Query, 5), want)
+		if missed {
+			r.Queries++
 		}
-		r.Queries++
 		var list []string
 		used := 0
 		var err error
 		ix.Candidates(q.Query, func(name string) bool {
-			n, e := tokens.Count(search.CandidateLine(name, desc[name]))
-			if e != nil {
-				err = e
-				return false
+			n, ok := cost[name]
+			if !ok {
+				var e error
+				if n, e = tokens.Count(search.CandidateLine(name, desc[name])); e != nil {
+					err = e
+					return false
+				}
+				cost[name] = n
 			}
 			if len(list) >= maxTools || used+n > budget {
 				return false
@@ -56,7 +66,14 @@ func Candidates(ix *search.Index, tools []manifest.Tool, queries []Query, maxToo
 		if err != nil {
 			return r, err
 		}
-		if hit(list, want) {
+		in := hit(list, want)
+		if in {
+			r.RecallAll++
+		}
+		if !missed {
+			continue
+		}
+		if in {
 			r.Recall++
 		}
 		r.MeanTools += float64(len(list))
@@ -65,6 +82,9 @@ func Candidates(ix *search.Index, tools []manifest.Tool, queries []Query, maxToo
 	if r.Queries > 0 {
 		n := float64(r.Queries)
 		r.Recall, r.MeanTools, r.MeanTokens = round(r.Recall/n), round(r.MeanTools/n), round(r.MeanTokens/n)
+	}
+	if r.All > 0 {
+		r.RecallAll = round(r.RecallAll / float64(r.All))
 	}
 	return r, nil
 }

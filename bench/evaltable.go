@@ -1,0 +1,345 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/toolshed/toolshed/host/manifest"
+	"github.com/toolshed/toolshed/internal/evalrun"
+	"github.com/toolshed/toolshed/search"
+)
+
+// The evaluation table (`make eval`): every labelled set, at its own size
+// and over catalogs padded to larger sizes, Toolshed beside bleve and the
+// naive BM25 in one run, on one half of each set's requests (the test
+// half unless told otherwise; docs/SEARCH.md, "The protocol").
+
+// evalOptions say what the table measures.
+type evalOptions struct {
+	dirs    []string // folders whose subfolders hold tools.jsonl + queries.jsonl
+	zhDir   string   // the Chinese set
+	half    evalrun.Half
+	sizes   []int // padded catalog sizes (English sets)
+	shapes  []evalrun.Shape
+	native  int // at most this many requests per set at its own size (0: all)
+	padded  int // at most this many per set on a padded catalog
+	weights *search.Weights
+	sets    map[string]bool // only these sets (nil: all)
+	engines map[string]bool // only these engines (nil: all)
+}
+
+// evalSet is one labelled set.
+type evalSet struct {
+	*dataset
+	Dir string
+}
+
+// loadEvalSets reads every set under the folders, sorted by name; the
+// Chinese set last.
+func loadEvalSets(o evalOptions, log func(string)) ([]evalSet, error) {
+	var sets []evalSet
+	seen := map[string]bool{}
+	for _, root := range o.dirs {
+		ents, err := os.ReadDir(root)
+		if err != nil {
+			log(fmt.Sprintf("eval: %s: %v (skipped)", root, err))
+			continue
+		}
+		for _, e := range ents {
+			dir := filepath.Join(root, e.Name())
+			if !e.IsDir() || seen[e.Name()] || (o.sets != nil && !o.sets[e.Name()]) {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(dir, "tools.jsonl")); err != nil {
+				continue
+			}
+			d, err := readDataset(e.Name(), dir, false)
+			if err != nil {
+				return nil, err
+			}
+			d.Chinese = mostlyChinese(d.Queries)
+			seen[e.Name()] = true
+			sets = append(sets, evalSet{d, dir})
+		}
+	}
+	sort.Slice(sets, func(i, j int) bool { return sets[i].Name < sets[j].Name })
+	if o.zhDir != "" && (o.sets == nil || o.sets["zh-eval"]) {
+		d, err := readDataset("zh-eval", o.zhDir, true)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, evalSet{d, o.zhDir})
+	}
+	return sets, nil
+}
+
+// mostlyChinese: more than half of the requests hold Chinese characters.
+func mostlyChinese(qs []query) bool {
+	n := 0
+	for _, q := range qs {
+		for _, r := range q.Query {
+			if r >= 0x4e00 && r <= 0x9fff {
+				n++
+				break
+			}
+		}
+	}
+	return 2*n > len(qs)
+}
+
+// evalRow is one set at one catalog size.
+type evalRow struct {
+	Set     string
+	Tools   int
+	Shape   string // "" at the set's own size
+	Queries int
+	Recall5 map[string]float64 // by engine
+	P50     map[string]time.Duration
+	// Cand is Toolshed's candidate list for the selection model at
+	// tool_search's defaults (6,000 tokens, 400 tools): the share of the
+	// requests with a correct tool in it, over all and over those whose
+	// keyword top 5 holds none (CandMissed of them).
+	Cand, CandMiss float64
+	CandMissed     int
+}
+
+var evalEngineOrder = []string{"Toolshed", "bleve", "naive BM25"}
+
+func evalEngines(o evalOptions) []engineSpec {
+	ts := engineSpec{"Toolshed", func(tools []manifest.Tool, _ bool) (engine, error) {
+		s, err := evalrun.BuildToolshed(tools, &search.Config{Weights: o.weights})
+		if err != nil {
+			return nil, err
+		}
+		return searcher{s}, nil
+	}}
+	all := []engineSpec{ts, bleve3Engine(), baselineEngine()}
+	all[2].name = "naive BM25"
+	var out []engineSpec
+	for _, e := range all {
+		if o.engines == nil || o.engines[e.name] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// evalTable measures every set at its own size and, for English sets, over
+// catalogs padded with the other sets' real tools and distractors.
+func evalTable(o evalOptions, log func(string)) ([]evalRow, error) {
+	sets, err := loadEvalSets(o, log)
+	if err != nil {
+		return nil, err
+	}
+	if len(sets) == 0 {
+		return nil, fmt.Errorf("no evaluation sets found in %s", strings.Join(o.dirs, ", "))
+	}
+	var pool []manifest.Tool
+	for _, s := range sets {
+		if !s.Chinese {
+			pool = append(pool, s.Tools...)
+		}
+	}
+	engines := evalEngines(o)
+	var rows []evalRow
+	for _, s := range sets {
+		qs := evalrun.Split(s.Queries, o.half)
+		type cat struct {
+			tools []manifest.Tool
+			shape string
+			cap   int
+		}
+		cats := []cat{{s.Tools, "", o.native}}
+		if !s.Chinese {
+			for _, n := range o.sizes {
+				if n <= len(s.Tools) {
+					continue
+				}
+				for _, sh := range o.shapes {
+					cats = append(cats, cat{evalrun.Pad(s.Tools, pool, n, sh), sh.String(), o.padded})
+				}
+			}
+		}
+		for _, c := range cats {
+			q := sample(qs, c.cap)
+			row := evalRow{Set: s.Name, Tools: len(c.tools), Shape: c.shape, Queries: len(q), Recall5: map[string]float64{}, P50: map[string]time.Duration{}}
+			row.Cand = -1
+			for _, e := range engines {
+				m, built, err := measureEngine(e, c.tools, q, s.Chinese)
+				if err != nil {
+					return nil, fmt.Errorf("%s, %d tools: %w", s.Name, len(c.tools), err)
+				}
+				row.Recall5[e.name], row.P50[e.name] = m.Recall5, m.P50
+				if ts, ok := toolshedIndex(built); ok {
+					cr, err := evalrun.Candidates(ts.Index, c.tools, q, 400, 6000)
+					if err != nil {
+						return nil, fmt.Errorf("%s, %d tools: candidates: %w", s.Name, len(c.tools), err)
+					}
+					row.Cand, row.CandMiss, row.CandMissed = cr.RecallAll, cr.Recall, cr.Queries
+				}
+			}
+			log(fmt.Sprintf("eval: %s, %d tools %s: %v", s.Name, row.Tools, c.shape, fmtRecalls(row)))
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+// toolshedIndex is the Toolshed searcher inside an engine, if it is one.
+func toolshedIndex(e engine) (evalrun.Toolshed, bool) {
+	s, ok := e.(searcher)
+	if !ok {
+		return evalrun.Toolshed{}, false
+	}
+	ts, ok := s.Searcher.(evalrun.Toolshed)
+	return ts, ok
+}
+
+func fmtRecalls(r evalRow) string {
+	var parts []string
+	for _, e := range evalEngineOrder {
+		if v, ok := r.Recall5[e]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.4f", e, v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func evalTableOf(rows []evalRow, half evalrun.Half) table {
+	t := table{head: []string{"set (" + string(half) + " half)", "tools", "distractors", "requests"}}
+	var engs []string
+	for _, e := range evalEngineOrder {
+		if len(rows) > 0 {
+			if _, ok := rows[0].Recall5[e]; ok {
+				engs = append(engs, e)
+			}
+		}
+	}
+	for _, e := range engs {
+		t.head = append(t.head, e+" recall@5")
+	}
+	hasTS, hasBleve := contains(engs, "Toolshed"), contains(engs, "bleve")
+	if hasTS && hasBleve {
+		t.head = append(t.head, "Toolshed − bleve", "p50 Toolshed", "p50 bleve", "speed-up")
+	}
+	if hasTS {
+		t.head = append(t.head, "LLM list holds a correct tool: all", "keyword misses")
+	}
+	for _, r := range rows {
+		shape := r.Shape
+		if shape == "" {
+			shape = "none (the set's own catalog)"
+		}
+		cells := []string{r.Set, thousands(r.Tools), shape, thousands(r.Queries)}
+		best := ""
+		for _, e := range engs {
+			if best == "" || r.Recall5[e] > r.Recall5[best] {
+				best = e
+			}
+		}
+		for _, e := range engs {
+			cells = append(cells, bold(f4(r.Recall5[e]), e == best))
+		}
+		if hasTS && hasBleve {
+			d := 100 * (r.Recall5["Toolshed"] - r.Recall5["bleve"])
+			cells = append(cells, fmt.Sprintf("%+.1f pt", d), fmtDur(r.P50["Toolshed"]), fmtDur(r.P50["bleve"]),
+				ratio(float64(r.P50["bleve"])/float64(max(r.P50["Toolshed"], 1))))
+		}
+		if hasTS {
+			cells = append(cells, f4(r.Cand), fmt.Sprintf("%s of %d", f4(r.CandMiss), r.CandMissed))
+		}
+		t.add(cells...)
+	}
+	return t
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// printEval prints the table, and its rows as JSON Lines to jsonOut when
+// it is not nil (for comparing runs).
+func printEval(w io.Writer, rows []evalRow, half evalrun.Half, jsonOut io.Writer) {
+	fmt.Fprintln(w, "== Tool search: recall@5 on every set and catalog size, Toolshed vs bleve vs naive BM25")
+	evalTableOf(rows, half).text(w)
+	if jsonOut != nil {
+		enc := json.NewEncoder(jsonOut)
+		for _, r := range rows {
+			enc.Encode(r)
+		}
+	}
+}
+
+// parse reads the eval flags.
+func (o *evalOptions) parse(half, sizes, shapes, weights, sets, engines string) error {
+	h, ok := evalrun.ParseHalf(half)
+	if !ok {
+		return fmt.Errorf("-half %q: want tune, test or all", half)
+	}
+	o.half = h
+	o.sizes = nil
+	for _, f := range splitList(sizes) {
+		var n int
+		if _, err := fmt.Sscan(f, &n); err != nil || n <= 0 {
+			return fmt.Errorf("-sizes: %q is not a size", f)
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	o.shapes = nil
+	for _, f := range splitList(shapes) {
+		switch f {
+		case "recombined":
+			o.shapes = append(o.shapes, evalrun.Recombined)
+		case "sentence":
+			o.shapes = append(o.shapes, evalrun.Sentence)
+		default:
+			return fmt.Errorf("-shapes: no shape %q (recombined, sentence)", f)
+		}
+	}
+	if weights != "" {
+		w := search.DefaultWeights
+		dec := json.NewDecoder(strings.NewReader(weights))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&w); err != nil {
+			return fmt.Errorf("-weights: %w", err)
+		}
+		o.weights = &w
+	}
+	if l := splitList(sets); len(l) > 0 {
+		o.sets = map[string]bool{}
+		for _, s := range l {
+			o.sets[s] = true
+		}
+	}
+	if l := splitList(engines); len(l) > 0 {
+		o.engines = map[string]bool{}
+		for _, e := range l {
+			if !contains(evalEngineOrder, e) {
+				return fmt.Errorf("-engines: no engine %q (%s)", e, strings.Join(evalEngineOrder, ", "))
+			}
+			o.engines[e] = true
+		}
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

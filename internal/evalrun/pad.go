@@ -1,0 +1,106 @@
+package evalrun
+
+import (
+	"hash/fnv"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/toolshed/toolshed/host/manifest"
+	"github.com/toolshed/toolshed/internal/names"
+)
+
+// Shape is how Pad makes distractors once the real tools run out.
+type Shape int
+
+const (
+	// Recombined distractors are Synth's: tool A's name with a word of
+	// tool B's name and a number, A's description followed by B's, and
+	// both parameter lists.
+	Recombined Shape = iota
+	// Sentence distractors are A's name with a word of B's name and no
+	// number (a name that already exists is skipped), A's description
+	// followed by the first sentence of B's, and A's parameters.
+	Sentence
+)
+
+func (s Shape) String() string {
+	if s == Sentence {
+		return "sentence"
+	}
+	return "recombined"
+}
+
+// Pad returns a catalog of n tools that holds every tool of own (so that
+// a set's labels stay valid), then real tools of pool (other sets'; a
+// tool whose folded name is already there is left out), in an order
+// fixed by a hash of their names, then distractors of the given shape
+// made from all the real tools, until there are n (fewer when no new
+// name can be made, which takes a tiny pool). A catalog of own alone is
+// returned when n is at most its size. The same arguments give
+// the same catalog.
+func Pad(own, pool []manifest.Tool, n int, shape Shape) []manifest.Tool {
+	out := append(make([]manifest.Tool, 0, max(n, len(own))), own...)
+	if n <= len(own) {
+		return out
+	}
+	seen := make(map[string]bool, n)
+	for _, t := range own {
+		seen[names.Fold(t.Name)] = true
+	}
+	others := append([]manifest.Tool(nil), pool...)
+	sort.SliceStable(others, func(i, j int) bool { return nameHash(others[i].Name) < nameHash(others[j].Name) })
+	for _, t := range others {
+		if len(out) == n {
+			return out
+		}
+		if k := names.Fold(t.Name); !seen[k] {
+			seen[k] = true
+			out = append(out, t)
+		}
+	}
+	real := out
+	r := rand.New(rand.NewPCG(uint64(shape)+2, uint64(n)))
+	for i, tries := len(out), 0; len(out) < n && tries < 20*n; tries++ {
+		a, b := real[r.IntN(len(real))], real[r.IntN(len(real))]
+		var t manifest.Tool
+		switch shape {
+		case Sentence:
+			t = manifest.Tool{Name: a.Name + lastWord(b.Name), Description: a.Description + " " + firstSentence(b.Description), Parameters: a.Parameters}
+		default:
+			t = manifest.Tool{Name: a.Name + lastWord(b.Name) + strconv.Itoa(i), Description: a.Description + ". " + b.Description, Parameters: mergeParams(a.Parameters, b.Parameters)}
+		}
+		k := names.Fold(t.Name)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, t)
+		i++
+	}
+	return out
+}
+
+func nameHash(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}
+
+// firstSentence is the text up to the first full stop followed by a space
+// (or the end), at most 200 bytes.
+func firstSentence(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.Index(s, ". "); i >= 0 {
+		s = s[:i+1]
+	}
+	if len(s) > 200 {
+		s = s[:200]
+		for !utf8.ValidString(s) { // not in the middle of a rune
+			s = s[:len(s)-1]
+		}
+	}
+	return s
+}
