@@ -50,8 +50,10 @@ race:
 	$(GO) test -race -count=1 ./internal/config/
 	$(GO) test -race -count=1 -run 'TestChatCompletions|TestMCP|TestServeModels|TestServeRefusesBad|TestServeDrains' ./cmd/toolshed/
 
+# The main module's tests print as plain go test does, then every skipped
+# test with its reason (internal/testsummary).
 test: build plugins bundle vet
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -json ./... | $(GO) run ./internal/testsummary
 	$(MAKE) race
 	$(MAKE) bench-test
 	$(MAKE) deploy-test
