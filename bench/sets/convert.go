@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -168,6 +169,10 @@ func (r *result) readme() string {
 	fmt.Fprintf(&b, "- Tool names are unique after folding case and `_ - .` and spaces (the catalog's own rule): the first definition of a folded name is kept; ")
 	fmt.Fprintf(&b, "%s later identical definitions merged, %s later differing definitions of the same name dropped, %s differently spelled names merged into the kept spelling.\n",
 		thousands(st.Redefined), thousands(st.RedefinedDiffers), thousands(st.Spellings))
+	if bad := unloadableNames(tools); len(bad) > 0 {
+		fmt.Fprintf(&b, "- %s tool names are kept as the source writes them although a Toolshed manifest would refuse them (ASCII letter first, then letters, digits, `_` or `-`, at most 64), for example `%s`; `toolshed eval` reads them, a plugin could not declare them.\n",
+			thousands(len(bad)), bad[0])
+	}
 	if st.Renamed > 0 {
 		fmt.Fprintf(&b, "- %s tools renamed (see above) so that namesakes from separate source catalogs stay apart.\n", thousands(st.Renamed))
 	}
@@ -184,6 +189,22 @@ func (r *result) readme() string {
 		}
 	}
 	return b.String()
+}
+
+// manifestToolName is the manifest's rule for tool names (host/manifest),
+// repeated here to count the source names a plugin could not declare.
+var manifestToolName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
+
+// unloadableNames returns the names, in catalog order, that a manifest
+// would refuse.
+func unloadableNames(tools []Tool) []string {
+	var out []string
+	for _, t := range tools {
+		if !manifestToolName.MatchString(t.Name) {
+			out = append(out, t.Name)
+		}
+	}
+	return out
 }
 
 // counts renders m sorted by key, each entry as format (key, count) and

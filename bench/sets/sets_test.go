@@ -382,6 +382,10 @@ func TestCheck(t *testing.T) {
 	if err := Check(tools, []Query{{Query: "q", Tools: []string{"send_mail"}, ID: "1"}}); err != nil {
 		t.Errorf("valid set: %v", err)
 	}
+	names := []Tool{{Name: "get_weather"}, {Name: "math.factorial"}, {Name: "5G_plan"}, {Name: "天气"}, {Name: strings.Repeat("a", 65)}, {Name: "Send-Mail"}}
+	if got := unloadableNames(names); len(got) != 4 || got[0] != "math.factorial" {
+		t.Errorf("unloadable names %v", got)
+	}
 }
 
 func TestToolEyes(t *testing.T) {
