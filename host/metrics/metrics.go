@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolshed/toolshed/host"
 	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/sqlcap"
 	"github.com/toolshed/toolshed/host/wasm"
 )
 
@@ -47,6 +48,8 @@ type Options struct {
 	Runtime *wasm.Host
 	// Catalog adds the live catalog's reloads, tools and manifest errors.
 	Catalog *catalog.Live
+	// SQL adds each API key's use of the databases' query slots.
+	SQL *sqlcap.Service
 	// Known tells real tool names from made-up ones, which are counted as
 	// "unknown" (a label per invented name would grow without bound). Nil:
 	// every name is its own label.
@@ -103,6 +106,9 @@ func New(opts Options) *Metrics {
 		stat("toolshed_plugin_snapshots_total", "Plugins snapshotted (their instances restored copy-on-write).", func(s wasm.Stats) float64 { return float64(s.Snapshots) })
 		stat("toolshed_plugin_snapshot_failures_total", "Plugin snapshots refused or dropped (capture or known-answer check failed; instances fresh).", func(s wasm.Stats) float64 { return float64(s.SnapshotFailures) })
 		stat("toolshed_plugin_restores_total", "Plugin instances restored from a snapshot (of the instantiations).", func(s wasm.Stats) float64 { return float64(s.Restores) })
+	}
+	if rt != nil || opts.SQL != nil {
+		f(newTenancy(rt, opts.SQL))
 	}
 	if live != nil {
 		f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "toolshed_catalog_reloads_total",

@@ -2,6 +2,8 @@ package sqlcap
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 )
 
@@ -65,4 +67,23 @@ func (ts *tenantSlots) busy() map[string]int {
 		out[t] = n
 	}
 	return out
+}
+
+// SlotUse is what one tenant holds of one database's query slots.
+type SlotUse struct {
+	Database, Tenant string
+	Busy             int // queries of the tenant running or about to
+}
+
+// TenantSlots reports, by database then tenant (sorted), the slots each
+// tenant holds now, and the share each may hold (Options.TenantSlots).
+// Safe for concurrent use.
+func (s *Service) TenantSlots() (use []SlotUse, share int) {
+	for _, db := range s.Databases() {
+		busy := s.tenants[db].busy()
+		for _, t := range slices.Sorted(maps.Keys(busy)) {
+			use = append(use, SlotUse{Database: db, Tenant: t, Busy: busy[t]})
+		}
+	}
+	return use, s.opts.TenantSlots
 }
