@@ -51,9 +51,11 @@ race:
 	$(GO) test -race -count=1 -run 'TestChatCompletions|TestMCP|TestServeModels|TestServeRefusesBad|TestServeDrains' ./cmd/toolshed/
 
 # The main module's tests print as plain go test does, then every skipped
-# test with its reason (internal/testsummary).
+# test with its reason (internal/testsummary). The timeout is per package:
+# cmd/toolshed builds and runs the binary many times, which on a loaded
+# 2-core machine takes well past go test's default 10 minutes.
 test: build plugins bundle vet
-	$(GO) test -count=1 -json ./... | $(GO) run ./internal/testsummary
+	$(GO) test -count=1 -timeout 60m -json ./... | $(GO) run ./internal/testsummary
 	$(MAKE) race
 	$(MAKE) bench-test
 	$(MAKE) deploy-test
