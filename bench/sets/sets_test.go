@@ -490,3 +490,41 @@ func TestSGD(t *testing.T) {
 		t.Errorf("misaligned variant: %v", err)
 	}
 }
+
+func TestToolAlpaca(t *testing.T) {
+	api := func(name string, funcs map[string]string, inst []string, golden string) map[string]any {
+		return map[string]any{"Name": name, "Description": "About " + name + ".", "Function_Description": funcs,
+			"Instructions": inst, "Golden_Answers": json.RawMessage(golden)}
+	}
+	real, _ := json.Marshal([]any{api("Nager.Date", map[string]string{
+		"CountryInfo": "Get country info\nParameters: {\"countryCode\": \"Required. string. Two letters.\", \"lang\": \"Optional. string. Language.\"}\nOutput: ok",
+		"getStatus":   "Parameters: {}\nOutput: ok",
+		"components":  "The detailed output format ...",
+	}, []string{"Info on China?", "Is it up?"}, `[[{"Action": "CountryInfo", "Action_Input": "{}"}], [{"Action": "getStatus", "Action_Input": "{}"}, {"Action": "getStatus", "Action_Input": "{}"}]]`)})
+	sim, _ := json.Marshal([]any{api("Axolotl", map[string]string{
+		"getStatus": "Is the service up\nParameters: {}\nOutput: ok",
+	}, []string{"Axolotl up?", "Details please."}, `[[{"Action": "getStatus", "Action_Input": "{}"}], [{"Action": "getDetails", "Action_Input": "{}"}]]`)})
+	out, res := convertDir(t, "toolalpaca", tree(t, map[string]string{"data/eval_real.json": string(real), "data/eval_simulated.json": string(sim)}))
+	tools := readLines[Tool](t, filepath.Join(out, "tools.jsonl"))
+	if got, want := toolNames(tools), []string{"Axolotl_getStatus", "CountryInfo", "Nager_Date_getStatus"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("tools %v, want %v", got, want)
+	}
+	if tools[1].Description != "Get country info. Nager.Date: About Nager.Date." || !strings.Contains(string(tools[1].Parameters), `"required":["countryCode"]`) {
+		t.Errorf("CountryInfo = %+v %s", tools[1], tools[1].Parameters)
+	}
+	if tools[2].Description != "Nager.Date: About Nager.Date." {
+		t.Errorf("a function without summary: %q", tools[2].Description)
+	}
+	qs := readLines[Query](t, filepath.Join(out, "queries.jsonl"))
+	want := []Query{
+		{Query: "Info on China?", Tools: []string{"CountryInfo"}, ID: "Nager.Date/0", Split: "eval_real", Lang: "en"},
+		{Query: "Is it up?", Tools: []string{"Nager_Date_getStatus"}, ID: "Nager.Date/1", Split: "eval_real", Lang: "en"},
+		{Query: "Axolotl up?", Tools: []string{"Axolotl_getStatus"}, ID: "Axolotl/0", Split: "eval_simulated", Lang: "en"},
+	}
+	if !reflect.DeepEqual(qs, want) {
+		t.Errorf("queries\n%+v\nwant\n%+v", qs, want)
+	}
+	if res.set.Stats.Renamed != 2 || res.set.Stats.DroppedQueries != 1 {
+		t.Errorf("stats %+v", res.set.Stats)
+	}
+}
