@@ -48,8 +48,10 @@ type Options struct {
 	// MaxAge removes artifacts older than this at each Sweep. Default 24
 	// hours.
 	MaxAge time.Duration
-	// MaxBytes bounds the artifacts kept, all directories together; a
-	// Sweep removes the oldest until they fit. Default 512 MiB.
+	// MaxBytes bounds the artifacts kept, all directories together, at
+	// every Put: a write that would pass it first removes its own
+	// tenant's oldest files (PutFor), else the oldest of the tenant that
+	// holds the most, and fails if it cannot fit. Default 512 MiB.
 	MaxBytes int64
 	// Dirs are directories to serve and sweep from the start (artifacts
 	// stored before a restart); Put adds the ones it writes to.
@@ -63,6 +65,7 @@ type Store struct {
 	mu   sync.Mutex
 	dirs []string            // sorted
 	byID map[string]Artifact // stored by this process or found on disk
+	led  ledger              // every file the directories hold, and whose (ledger.go)
 }
 
 // New returns a store; nothing is read from disk until needed.
@@ -84,6 +87,13 @@ func (s *Store) addDir(dir string) {
 	dir = filepath.Clean(dir)
 	if i, found := slices.BinarySearch(s.dirs, dir); !found {
 		s.dirs = slices.Insert(s.dirs, i, dir)
+		if s.led.loaded { // its files from before are earlier's
+			for _, f := range s.scan() {
+				if _, ok := s.led.files[f.path]; !ok && filepath.Dir(f.path) == dir {
+					s.led.add(f.path, ledgerFile{id: f.id, owner: earlier, size: f.size, mod: f.mod})
+				}
+			}
+		}
 	}
 }
 
@@ -134,8 +144,17 @@ func safeName(name, contentType string) string {
 	return base
 }
 
-// Put stores data in dir under a new id.
+// Put stores data in dir under a new id, for no tenant.
 func (s *Store) Put(dir, name, contentType string, data []byte) (Artifact, error) {
+	return s.PutFor("", dir, name, contentType, data)
+}
+
+// PutFor stores data in dir under a new id for tenant (an opaque id;
+// toolshed serve's is a hash of the API key). If the store would pass
+// MaxBytes, tenant's own oldest files are removed first to make room,
+// then the oldest of whoever holds the most; a write that cannot fit
+// fails with ErrFull.
+func (s *Store) PutFor(tenant, dir, name, contentType string, data []byte) (Artifact, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Artifact{}, fmt.Errorf("artifact: %w", err)
 	}
@@ -144,8 +163,30 @@ func (s *Store) Put(dir, name, contentType string, data []byte) (Artifact, error
 	base := safeName(name, contentType)
 	id := hex.EncodeToString(b) + "-" + base
 	full := filepath.Join(dir, id)
+	s.mu.Lock()
+	s.load()
+	s.addDir(dir)
+	err := s.makeRoom(tenant, full, id, int64(len(data)))
+	s.mu.Unlock()
+	if err != nil {
+		return Artifact{}, err
+	}
+	forget := func() {
+		s.mu.Lock()
+		s.led.remove(full)
+		s.mu.Unlock()
+	}
+	defer func() {
+		s.mu.Lock()
+		if f, ok := s.led.files[full]; ok {
+			f.pending = false
+			s.led.files[full] = f
+		}
+		s.mu.Unlock()
+	}()
 	f, err := os.OpenFile(full, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
+		forget()
 		return Artifact{}, fmt.Errorf("artifact: %w", err)
 	}
 	_, werr := f.Write(data)
@@ -154,11 +195,11 @@ func (s *Store) Put(dir, name, contentType string, data []byte) (Artifact, error
 	}
 	if werr != nil {
 		os.Remove(full)
+		forget()
 		return Artifact{}, fmt.Errorf("artifact: could not write it: %w", werr)
 	}
 	a := Artifact{ID: id, Name: base, ContentType: typeOf(base), Size: int64(len(data)), Created: time.Now(), Path: full}
 	s.mu.Lock()
-	s.addDir(dir)
 	s.byID[id] = a
 	s.mu.Unlock()
 	return a, nil
@@ -213,36 +254,42 @@ func (s *Store) Read(id string) (Artifact, []byte, error) {
 }
 
 // Sweep removes, in every directory of the store, the artifacts older
-// than MaxAge, then the oldest until the rest fit in MaxBytes. Only files
-// named as artifacts are touched. It reports how many it removed.
+// than MaxAge, then (when files came from elsewhere: Put keeps MaxBytes)
+// the oldest until the rest fit in MaxBytes. Only files named as
+// artifacts are touched. It reports how many it removed.
 func (s *Store) Sweep() (int, error) {
 	s.mu.Lock()
-	dirs := slices.Clone(s.dirs)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	s.load()
+	var errs []error
+	for _, d := range s.dirs {
+		if _, err := os.Stat(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	// The ledger follows the disk: files that appeared are earlier's,
+	// files that went are forgotten (not a write in progress), times and
+	// sizes are the files'.
+	onDisk := map[string]bool{}
+	for _, f := range s.scan() {
+		onDisk[f.path] = true
+		owner := earlier
+		if lf, ok := s.led.files[f.path]; ok {
+			owner = lf.owner
+		}
+		s.led.add(f.path, ledgerFile{id: f.id, owner: owner, size: f.size, mod: f.mod})
+	}
 	type file struct {
-		path, id string
-		size     int64
-		mod      time.Time
+		path string
+		ledgerFile
 	}
 	var files []file
-	var errs []error
-	for _, d := range dirs {
-		entries, err := os.ReadDir(d)
-		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		for _, e := range entries {
-			if !e.Type().IsRegular() || !idRE.MatchString(e.Name()) {
-				continue
-			}
-			info, err := e.Info()
-			if err != nil {
-				continue
-			}
-			files = append(files, file{filepath.Join(d, e.Name()), e.Name(), info.Size(), info.ModTime()})
+	for p, f := range s.led.files {
+		if onDisk[p] {
+			files = append(files, file{p, f})
+		} else if !f.pending {
+			s.led.remove(p)
+			delete(s.byID, f.id)
 		}
 	}
 	// Newest first; ties by path, so the same files give the same choice.
@@ -267,9 +314,8 @@ func (s *Store) Sweep() (int, error) {
 			continue
 		}
 		removed++
-		s.mu.Lock()
+		s.led.remove(f.path)
 		delete(s.byID, f.id)
-		s.mu.Unlock()
 	}
 	return removed, errors.Join(errs...)
 }

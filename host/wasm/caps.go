@@ -22,6 +22,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/manifest"
 	"github.com/toolshed/toolshed/internal/safepath"
 	"github.com/toolshed/toolshed/sdk/abi"
@@ -367,7 +368,16 @@ func (p *Plugin) dispatch(ctx context.Context, in *instance, op string, req []by
 		if err := in.quota.artifact.charge("artifact", "artifacts", int64(len(r.Data)), p.lim.artifacts, p.lim.artifactMax); err != nil {
 			return nil, err
 		}
-		a, err := p.host.opts.Artifacts.Put(e.artifacts, r.Name, r.ContentType, r.Data)
+		var a artifact.Artifact
+		var err error
+		if ts, ok := p.host.opts.Artifacts.(TenantArtifactStore); ok && in.owner != nil {
+			a, err = ts.PutFor(in.owner.tenant, e.artifacts, r.Name, r.ContentType, r.Data)
+		} else {
+			a, err = p.host.opts.Artifacts.Put(e.artifacts, r.Name, r.ContentType, r.Data)
+		}
+		if errors.Is(err, artifact.ErrFull) {
+			return nil, errors.New("artifact: the server's artifact store is full; try again later")
+		}
 		if err != nil {
 			p.host.log.Warn("artifact not stored", "plugin", p.name, "error", err)
 			return nil, errors.New("artifact: the host could not store it")

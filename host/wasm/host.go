@@ -57,6 +57,17 @@ type ArtifactStore interface {
 	Put(dir, name, contentType string, data []byte) (artifact.Artifact, error)
 }
 
+// TenantArtifactStore is an ArtifactStore that accounts what it holds by
+// tenant: the files of a tenant's sessions (NewTenantSession) are stored
+// through PutFor, so that a full store makes room from the writer's own
+// files first (host/artifact.Store is one).
+type TenantArtifactStore interface {
+	ArtifactStore
+	PutFor(tenant, dir, name, contentType string, data []byte) (artifact.Artifact, error)
+}
+
+var _ TenantArtifactStore = (*artifact.Store)(nil)
+
 // Options configure a Host. The zero value is usable: default cache
 // directory, a pool of 2, no capabilities granted, default caps.
 type Options struct {
