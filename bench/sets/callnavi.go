@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"strings"
-
-	"github.com/toolshed/toolshed/host/manifest"
 )
 
 // callNavi converts CallNavi: ten domain API catalogs (Dataset/APISchema)
@@ -58,7 +56,7 @@ func convertCallNavi(src *Source, s *Set) error {
 		return err
 	}
 	byDomain := map[string][]callNaviFunc{}
-	domainsOf := map[string]map[string]bool{} // folded name -> domains defining it
+	shared := make(Namesakes)
 	var domains []string
 	for _, f := range schemas {
 		d := stem(f)
@@ -69,23 +67,12 @@ func convertCallNavi(src *Source, s *Set) error {
 		domains = append(domains, d)
 		byDomain[d] = funcs
 		for _, fn := range funcs {
-			k := manifest.FoldName(fn.Name)
-			if domainsOf[k] == nil {
-				domainsOf[k] = map[string]bool{}
-			}
-			domainsOf[k][d] = true
+			shared.Add(d, fn.Name)
 		}
-	}
-	// qualify names a label in domain d: the catalog's spelling of name.
-	qualify := func(d, name string) string {
-		if len(domainsOf[manifest.FoldName(name)]) > 1 {
-			return d + "_" + name
-		}
-		return name
 	}
 	for _, d := range domains {
 		for _, fn := range byDomain[d] {
-			name := qualify(d, fn.Name)
+			name := shared.Qualify(d, fn.Name)
 			if name != fn.Name {
 				s.Stats.Renamed++
 			}
@@ -108,7 +95,7 @@ func convertCallNavi(src *Source, s *Set) error {
 			}
 			labels := make([]string, len(q.GroundTruth.API))
 			for i, a := range q.GroundTruth.API {
-				labels[i] = qualify(d, a)
+				labels[i] = shared.Qualify(d, a)
 			}
 			s.AddQuery(Query{Query: strings.Join(user, "\n"), ID: q.ID, Split: d + "/" + q.Difficulty, Lang: "en"}, labels)
 		}

@@ -302,3 +302,27 @@ func normalizeValue(v any) any {
 	}
 	return v
 }
+
+// Namesakes records which source catalogs define each folded tool name, so
+// that a name two catalogs share can be qualified with its catalog in both
+// while every other name stays as written. The zero value is not usable:
+// make one with make(Namesakes).
+type Namesakes map[string]map[string]bool
+
+// Add records that catalog defines name.
+func (n Namesakes) Add(catalog, name string) {
+	k := manifest.FoldName(name)
+	if n[k] == nil {
+		n[k] = map[string]bool{}
+	}
+	n[k][catalog] = true
+}
+
+// Qualify returns prefix + "_" + name when name is defined by more than
+// one catalog, else name.
+func (n Namesakes) Qualify(prefix, name string) string {
+	if len(n[manifest.FoldName(name)]) > 1 {
+		return prefix + "_" + name
+	}
+	return name
+}

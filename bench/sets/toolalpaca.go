@@ -6,8 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-
-	"github.com/toolshed/toolshed/host/manifest"
 )
 
 // toolAlpaca converts ToolAlpaca's evaluation sets (data/eval_real.json and
@@ -60,22 +58,13 @@ func convertToolAlpaca(src *Source, s *Set) error {
 		apis = append(apis, list...)
 	}
 	// A function name defined by two APIs is qualified in both.
-	owners := map[string]map[string]bool{}
+	shared := make(Namesakes)
 	for _, a := range apis {
 		for fn := range a.Functions {
-			k := manifest.FoldName(fn)
-			if owners[k] == nil {
-				owners[k] = map[string]bool{}
-			}
-			owners[k][a.Name] = true
+			shared.Add(a.Name, fn)
 		}
 	}
-	qualify := func(api, fn string) string {
-		if len(owners[manifest.FoldName(fn)]) > 1 {
-			return alpacaIdent(api) + "_" + fn
-		}
-		return fn
-	}
+	qualify := func(api, fn string) string { return shared.Qualify(alpacaIdent(api), fn) }
 	for _, a := range apis {
 		for _, fn := range slices.Sorted(maps.Keys(a.Functions)) {
 			if fn == "components" {
