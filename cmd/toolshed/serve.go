@@ -171,7 +171,7 @@ func (s *server) protect(next http.Handler) http.Handler {
 				fmt.Sprintf("Host %q is not a loopback name: this server listens on loopback only (DNS rebinding protection)", r.Host))
 			return
 		}
-		if r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions" {
+		if r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/responses") {
 			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 				apiError(w, http.StatusUnsupportedMediaType, "invalid_request_error", "Content-Type must be application/json")
 				return
@@ -412,7 +412,8 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 	s.openai = openaiapi.New(ag.host, &openaiapi.Options{Upstream: ag.client, NoModel: errNoModel.Error(),
 		RequestTimeout: cfg.Server.RequestTimeout, MaxConcurrent: cfg.Server.MaxConcurrent,
 		Metrics: s.metrics, Logger: log, RequestID: requestID,
-		Artifacts: ag.artifacts, ArtifactURL: artifactURL, InlineBytes: int64(cfg.Artifacts.InlineKB) << 10, Tenant: s.tenant})
+		Artifacts: ag.artifacts, ArtifactURL: artifactURL, InlineBytes: int64(cfg.Artifacts.InlineKB) << 10, Tenant: s.tenant,
+		KeepResponses: cfg.Server.Responses.Keep, KeepFor: cfg.Server.Responses.KeepFor})
 	m := cfg.Server.MCP
 	s.mcp = mcpserver.New(ag.host, &mcpserver.Options{Logger: log, Metrics: s.metrics, MaxSessions: m.MaxSessions,
 		InitTimeout: m.InitTimeout, IdleTimeout: m.IdleTimeout, EvictAfter: evictAfter(m.EvictAfter), MaxBodyBytes: cfg.Server.MaxBodyBytes, Version: version,
@@ -514,7 +515,7 @@ func (s *server) serve(ctx context.Context, ln net.Listener, cfg *config.Config,
 	if ag.client != nil {
 		upstream = cfg.Model.BaseURL + " (" + cfg.Model.Name + ")"
 	}
-	fmt.Fprintf(stdout, "toolshed serving %s from %s on http://%s\n  upstream model: %s\n  endpoints: POST /v1/chat/completions, GET /v1/models, /mcp, GET /v1/artifacts/ID, GET /v1/plugins, /v1/search?q=, /metrics, /healthz, /readyz\n",
+	fmt.Fprintf(stdout, "toolshed serving %s from %s on http://%s\n  upstream model: %s\n  endpoints: POST /v1/chat/completions, POST /v1/responses, GET /v1/models, /mcp, GET /v1/artifacts/ID, GET /v1/plugins, /v1/search?q=, /metrics, /healthz, /readyz\n",
 		plural(len(live.Snapshot().Tools), "tool"), cfg.Plugins.Dir, ln.Addr(), upstream)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -125,7 +125,13 @@ func upstreamFailure(err error) failure {
 // bodyError says what is wrong with a request body that does not decode,
 // in JSON's words rather than Go's.
 func bodyError(err error) Error {
-	const prefix = "the body is not a chat completion request: "
+	return decodeError(err, "a chat completion request", "https://platform.openai.com/docs/api-reference/chat/create")
+}
+
+// decodeError is bodyError for a body that should have been what, whose
+// reference is at docs.
+func decodeError(err error, what, docs string) Error {
+	prefix := "the body is not " + what + ": "
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
@@ -139,8 +145,17 @@ func bodyError(err error) Error {
 		return Error{Type: "invalid_request_error", Param: te.Field,
 			Message: fmt.Sprintf("%s%s must be %s, not a JSON %s", prefix, field, jsonKind(te.Type), te.Value)}
 	}
-	return Error{Type: "invalid_request_error", Message: prefix + "see https://platform.openai.com/docs/api-reference/chat/create"}
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		return Error{Type: "invalid_request_error", Param: fe.param, Message: prefix + fe.msg}
+	}
+	return Error{Type: "invalid_request_error", Message: prefix + "see " + docs}
 }
+
+// fieldError is a field a decoder of its own refused.
+type fieldError struct{ param, msg string }
+
+func (e *fieldError) Error() string { return e.param + ": " + e.msg }
 
 // jsonKind names a Go type as JSON would.
 func jsonKind(t reflect.Type) string {

@@ -1,6 +1,7 @@
 // Package openaiapi is Toolshed's OpenAI-compatible front end: POST
-// /v1/chat/completions runs the agent loop of a host.Host (one request,
-// one session), plain or streamed as server-sent events, and GET
+// /v1/chat/completions and POST /v1/responses (OpenAI's Responses API)
+// run the agent loop of a host.Host (one request, one session), plain or
+// streamed as server-sent events, and GET
 // /v1/models passes the upstream's model list through. Errors have
 // OpenAI's shape and the headers its SDKs steer their retries by.
 //
@@ -65,6 +66,12 @@ type Options struct {
 	// InlineBytes: an artifact up to this size is also sent in
 	// toolshed.artifacts as a data: URL; 0: never.
 	InlineBytes int64
+	// KeepResponses is how many Responses API responses are kept (in
+	// memory, for previous_response_id), each for KeepFor (default 1
+	// hour); 0: none, and previous_response_id is refused with a 400
+	// that says so.
+	KeepResponses int
+	KeepFor       time.Duration
 	// Tenant names whom a request runs for (toolshed serve: a hash of
 	// its API key): the continuations in its client tool call ids are
 	// bound to it (host.Host.Tenant), so another key's replay restores
@@ -77,8 +84,9 @@ type Options struct {
 type Server struct {
 	host *host.Host
 	opts Options
-	sem  chan struct{} // chat completions in progress
+	sem  chan struct{} // chat completions and responses in progress
 	mux  *http.ServeMux
+	kept *kept // responses kept for previous_response_id; nil: none
 }
 
 // New returns the front end of h.
@@ -109,15 +117,22 @@ func New(h *host.Host, opts *Options) *Server {
 		s.opts.Tenant = func(*http.Request) string { return "" }
 	}
 	s.sem = make(chan struct{}, s.opts.MaxConcurrent)
+	if s.opts.KeepResponses > 0 {
+		if s.opts.KeepFor <= 0 {
+			s.opts.KeepFor = time.Hour
+		}
+		s.kept = newKept(s.opts.KeepResponses, s.opts.KeepFor)
+	}
 	s.mux = http.NewServeMux()
 	s.Register(s.mux)
 	return s
 }
 
-// Register mounts the endpoints on mux: POST /v1/chat/completions, GET
-// /v1/models and GET /v1/models/{id}.
+// Register mounts the endpoints on mux: POST /v1/chat/completions, POST
+// /v1/responses (responses.go), GET /v1/models and GET /v1/models/{id}.
 func (s *Server) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
+	mux.HandleFunc("POST /v1/responses", s.responses)
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("GET /v1/models/{id...}", s.model)
 	if s.opts.Artifacts != nil {
@@ -360,39 +375,15 @@ func (s *Server) artifact(w http.ResponseWriter, r *http.Request) {
 // request: one request, one session.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	var req openai.ChatCompletionRequest
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error",
-				fmt.Sprintf("the request body is larger than %d bytes (server.max_body_bytes)", tooBig.Limit))
-			return
-		}
-		s.opts.Logger.Info("reading a request body failed", "request_id", s.opts.RequestID(w), "error", err)
-		HTTPError(w, http.StatusBadRequest, "the request body could not be read")
+	if !s.readRequest(w, r, &req, bodyError) {
 		return
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		WriteError(w, http.StatusBadRequest, bodyError(err))
+	ctx, release, ok := s.admit(w, r, "chat completion")
+	if !ok {
 		return
 	}
-	if s.opts.Upstream == nil {
-		apiError(w, http.StatusServiceUnavailable, "server_error", s.opts.NoModel)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
-	defer cancel()
-	select {
-	case s.sem <- struct{}{}:
-		defer func() { <-s.sem }()
-	case <-ctx.Done():
-		if r.Context().Err() != nil {
-			s.opts.Logger.Info("chat completion abandoned by the client while waiting for a slot")
-			return
-		}
-		apiError(w, http.StatusServiceUnavailable, "server_error", "the server is busy: no slot freed up within server.request_timeout")
-		return
-	}
+	defer release()
+	var err error
 	done := s.opts.Metrics.SessionStarted("chat")
 	defer done()
 	id, start := newID(), time.Now()
@@ -427,6 +418,51 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.opts.Logger.Warn("chat completion failed", append(attrs, "error", err)...)
 	} else {
 		s.opts.Logger.Info("chat completion", attrs...)
+	}
+}
+
+// readRequest reads a request body into v; on failure it answers (413, or
+// 400 with decodeErr's words) and returns false.
+func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, v any, decodeErr func(error) Error) bool {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error",
+				fmt.Sprintf("the request body is larger than %d bytes (server.max_body_bytes)", tooBig.Limit))
+			return false
+		}
+		s.opts.Logger.Info("reading a request body failed", "request_id", s.opts.RequestID(w), "error", err)
+		HTTPError(w, http.StatusBadRequest, "the request body could not be read")
+		return false
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		WriteError(w, http.StatusBadRequest, decodeErr(err))
+		return false
+	}
+	return true
+}
+
+// admit gives a request its slot (one of MaxConcurrent) and its deadline
+// (RequestTimeout); on failure it answers (503) and returns false. release
+// frees the slot.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, what string) (ctx context.Context, release func(), ok bool) {
+	if s.opts.Upstream == nil {
+		apiError(w, http.StatusServiceUnavailable, "server_error", s.opts.NoModel)
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
+	select {
+	case s.sem <- struct{}{}:
+		return ctx, func() { <-s.sem; cancel() }, true
+	case <-ctx.Done():
+		cancel()
+		if r.Context().Err() != nil {
+			s.opts.Logger.Info(what + " abandoned by the client while waiting for a slot")
+			return nil, nil, false
+		}
+		apiError(w, http.StatusServiceUnavailable, "server_error", "the server is busy: no slot freed up within server.request_timeout")
+		return nil, nil, false
 	}
 }
 

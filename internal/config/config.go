@@ -124,6 +124,16 @@ type Server struct {
 	ReclaimIdle time.Duration `koanf:"reclaim_idle"`
 	// PerKey are each API key's shares, so that one key cannot take all.
 	PerKey PerKey `koanf:"per_key"`
+	// Responses is what POST /v1/responses keeps for previous_response_id.
+	Responses Responses `koanf:"responses"`
+}
+
+// Responses: the Responses API's responses kept in memory, for
+// previous_response_id. Keep 0 keeps none (previous_response_id is
+// refused with a 400 saying so; clients send the items, store: false).
+type Responses struct {
+	Keep    int           `koanf:"keep"`
+	KeepFor time.Duration `koanf:"keep_for"`
 }
 
 // PerKey are one API key's shares of what the server's keys share.
@@ -242,6 +252,8 @@ func Defaults() map[string]any {
 		"server.instance_memory_mb":         0,
 		"server.reclaim_idle":               "1m",
 		"server.per_key.instance_memory_mb": 0,
+		"server.responses.keep":             0,
+		"server.responses.keep_for":         "1h",
 		"artifacts.max_age":                 "24h",
 		"artifacts.max_mb":                  512,
 		"artifacts.inline_kb":               256,
@@ -476,7 +488,8 @@ func (l *Loaded) check() error {
 		"limits.max_artifact_mb": float64(c.Limits.MaxArtifactMB), "limits.max_module_mb": float64(c.Limits.MaxModuleMB),
 		"limits.compile_timeout":    float64(c.Limits.CompileTimeout),
 		"server.instance_memory_mb": float64(c.Server.InstanceMemoryMB), "server.per_key.instance_memory_mb": float64(c.Server.PerKey.InstanceMemoryMB),
-		"server.reclaim_idle": float64(c.Server.ReclaimIdle),
+		"server.reclaim_idle":   float64(c.Server.ReclaimIdle),
+		"server.responses.keep": float64(c.Server.Responses.Keep), "server.responses.keep_for": float64(c.Server.Responses.KeepFor),
 	}
 	for _, k := range slices.Sorted(maps.Keys(notNegative)) {
 		if notNegative[k] < 0 {
