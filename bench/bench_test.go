@@ -115,7 +115,7 @@ func TestReport(t *testing.T) {
 	r.Memory = memoryRow{Sessions: 2, HeapPerSession: 4, RSSPerSession: 3}
 	for _, n := range []int{100, 1000} {
 		for i, e := range []string{"Toolshed", "bleve (_all)", "naive BM25"} {
-			r.Scale = append(r.Scale, scaleRow{Tools: n, Engine: e, P50: time.Duration((i+1)*n) * time.Microsecond, Recall5: -1})
+			r.Scale = append(r.Scale, scaleRow{Tools: n, Engine: e, P50: time.Duration((i+1)*n) * time.Microsecond, Recall5: -1, Natural: -1})
 		}
 	}
 	r.Reload = reloadResult{Command: "go test", Drops: 3, P50: 120 * time.Millisecond, Max: 150 * time.Millisecond}
@@ -203,5 +203,29 @@ func TestEvalTable(t *testing.T) {
 		if err := o.parse(bad[0], bad[1], bad[2], bad[3], bad[4], bad[5]); err == nil {
 			t.Errorf("parse accepted %q", bad)
 		}
+	}
+}
+
+func TestNaturalSetMerges(t *testing.T) {
+	root := t.TempDir()
+	write := func(set, tools, queries string) {
+		os.MkdirAll(filepath.Join(root, set), 0o755)
+		os.WriteFile(filepath.Join(root, set, "tools.jsonl"), []byte(tools), 0o644)
+		os.WriteFile(filepath.Join(root, set, "queries.jsonl"), []byte(queries), 0o644)
+	}
+	write("a", `{"name":"get_weather","description":"weather"}`+"\n", `{"query":"weather in Oslo","tools":["get_weather"]}`+"\n")
+	write("b", `{"name":"getWeather","description":"weather again"}`+"\n"+`{"name":"sendMail","description":"mail"}`+"\n",
+		`{"query":"is it raining","tools":["getWeather"]}`+"\n"+`{"query":"mail Bob","tools":["sendMail"]}`+"\n")
+	write("seal-tools", `{"name":"x","description":"x"}`+"\n", `{"query":"x","tools":["x"]}`+"\n")
+	write("zh", `{"name":"天气","description":"查天气"}`+"\n", `{"query":"查天气","tools":["天气"]}`+"\n")
+	d, err := naturalSet([]string{root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Tools) != 2 || len(d.Queries) != 3 || d.Queries[1].Tools[0] != "get_weather" {
+		t.Fatalf("merged: %d tools %+v, queries %+v", len(d.Tools), d.Tools, d.Queries)
+	}
+	if d, _ := naturalSet([]string{filepath.Join(root, "none")}); d != nil {
+		t.Errorf("no sets gave %+v", d)
 	}
 }

@@ -248,7 +248,11 @@ func run(o options, out io.Writer) error {
 			}
 		}
 		engines := []engineSpec{toolshedEngine(), bleveEngine(false), baselineEngine()}
-		if r.Scale, err = scaleSearch(seal, ss, scaleQueries, engines, func(s string) { logf("%s", s) }); err != nil {
+		natural, err := naturalSet(append([]string{o.evalDir}, o.eval.dirs...))
+		if err != nil {
+			return fmt.Errorf("scale: %w", err)
+		}
+		if r.Scale, err = scaleSearch(seal, natural, ss, scaleQueries, engines, func(s string) { logf("%s", s) }); err != nil {
 			return fmt.Errorf("scale: %w", err)
 		}
 		printScale(out, r.Through, []memoryRow{r.Memory, r.MemoryFresh}, r.Scale)

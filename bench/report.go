@@ -217,7 +217,7 @@ func memoryTable(rows ...memoryRow) table {
 }
 
 func scaleTable(rows []scaleRow) table {
-	t := table{head: []string{"tools", "engine", "index build", "heap", "p50", "p99", "p50 vs Toolshed", "recall@5"}}
+	t := table{head: []string{"tools", "engine", "index build", "heap", "p50", "p99", "p50 vs Toolshed", "recall@5 (Seal-Tools)", "recall@5 (natural requests)"}}
 	var ts scaleRow
 	for _, r := range rows {
 		label := ""
@@ -228,7 +228,11 @@ func scaleTable(rows []scaleRow) table {
 		if r.Recall5 >= 0 {
 			rec = f4(r.Recall5)
 		}
-		t.add(label, bold(r.Engine, r.Engine == "Toolshed"), fmtDur(r.Build), mib(r.HeapMiB), fmtDur(r.P50), fmtDur(r.P99), ratio(float64(r.P50)/float64(ts.P50)), rec)
+		nat := "—"
+		if r.Natural >= 0 {
+			nat = f4(r.Natural)
+		}
+		t.add(label, bold(r.Engine, r.Engine == "Toolshed"), fmtDur(r.Build), mib(r.HeapMiB), fmtDur(r.P50), fmtDur(r.P99), ratio(float64(r.P50)/float64(ts.P50)), rec, nat)
 	}
 	return t
 }

@@ -15,7 +15,9 @@ import (
 
 	"github.com/toolshed/toolshed/bench/echo"
 	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/manifest"
 	"github.com/toolshed/toolshed/internal/evalrun"
+	"github.com/toolshed/toolshed/internal/names"
 	"github.com/toolshed/toolshed/internal/procmem"
 	"github.com/toolshed/toolshed/search"
 )
@@ -33,29 +35,89 @@ type scaleRow struct {
 	P50     time.Duration
 	P99     time.Duration
 	Recall5 float64 // on the Seal-Tools queries, when every set tool is in the catalog
+	// Natural is recall@5 of natural requests (the natural sets' test
+	// halves) over a catalog of this size made of their tools padded with
+	// Seal-Tools' and distractors (-1: not measured).
+	Natural float64
 }
 
 // scaleSearch measures each engine on catalogs of each size with the same
-// queries (a sample of Seal-Tools' queries).
-func scaleSearch(seal *dataset, sizes []int, queries int, engines []engineSpec, log func(string)) ([]scaleRow, error) {
+// queries (a sample of Seal-Tools' queries), and, where natural is not
+// nil and the size holds its tools, on its requests over its own padded
+// catalog.
+func scaleSearch(seal, natural *dataset, sizes []int, queries int, engines []engineSpec, log func(string)) ([]scaleRow, error) {
 	qs := sample(seal.Queries, queries)
+	var nqs []query
+	if natural != nil {
+		nqs = sample(evalrun.Split(natural.Queries, evalrun.Test), queries)
+	}
 	var rows []scaleRow
 	for _, n := range sizes {
 		tools := synthCatalog(seal.Tools, n)
+		var natTools []manifest.Tool
+		if natural != nil && n >= len(natural.Tools) {
+			natTools = evalrun.Pad(natural.Tools, seal.Tools, n, evalrun.Recombined)
+		}
 		for _, e := range engines {
 			q, err := measure(e, tools, qs, false)
 			if err != nil {
 				return nil, err
 			}
-			row := scaleRow{Tools: n, Engine: e.name, Build: q.Build, HeapMiB: q.HeapMiB, P50: q.P50, P99: q.P99, Recall5: -1}
+			row := scaleRow{Tools: n, Engine: e.name, Build: q.Build, HeapMiB: q.HeapMiB, P50: q.P50, P99: q.P99, Recall5: -1, Natural: -1}
 			if n >= len(seal.Tools) {
 				row.Recall5 = q.Recall5
+			}
+			if natTools != nil {
+				nq, err := measure(e, natTools, nqs, false)
+				if err != nil {
+					return nil, err
+				}
+				row.Natural = nq.Recall5
 			}
 			log(fmt.Sprintf("scale: %d tools, %s: build %s, p50 %s", n, e.name, q.Build.Round(time.Millisecond), q.P50))
 			rows = append(rows, row)
 		}
 	}
 	return rows, nil
+}
+
+// naturalSet merges the English sets of natural requests found in the
+// folders (stabletoolbench and bfcl of the public sets, and every
+// converted set in bench/testdata/eval but the Chinese ones) into one
+// catalog and one list of requests; a tool whose folded name is already
+// there is left out and the labels naming it are read as the first's.
+// nil when none is found.
+func naturalSet(dirs []string) (*dataset, error) {
+	o := evalOptions{dirs: dirs}
+	sets, err := loadEvalSets(o, func(string) {})
+	if err != nil {
+		return nil, err
+	}
+	out := &dataset{Name: "natural requests"}
+	kept := map[string]string{} // folded name → the name kept
+	for _, s := range sets {
+		if s.Chinese || s.Name == "seal-tools" || s.Name == "metatool" {
+			continue
+		}
+		for _, t := range s.Tools {
+			k := names.Fold(t.Name)
+			if _, dup := kept[k]; !dup {
+				kept[k] = t.Name
+				out.Tools = append(out.Tools, t)
+			}
+		}
+		for _, q := range s.Queries {
+			l := make([]string, len(q.Tools))
+			for i, t := range q.Tools {
+				l[i] = kept[names.Fold(t)]
+			}
+			out.Queries = append(out.Queries, query{Query: q.Query, Tools: l})
+		}
+	}
+	if len(out.Tools) == 0 {
+		return nil, nil
+	}
+	return out, nil
 }
 
 // sample takes n queries spread evenly over qs.

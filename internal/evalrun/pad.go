@@ -34,13 +34,14 @@ func (s Shape) String() string {
 }
 
 // Pad returns a catalog of n tools that holds every tool of own (so that
-// a set's labels stay valid), then real tools of pool (other sets'; a
-// tool whose folded name is already there is left out), in an order
-// fixed by a hash of their names, then distractors of the given shape
+// a set's labels stay valid), real tools of pool (other sets'; a tool
+// whose folded name is already there is left out) taken in an order fixed
+// by a hash of their names, then distractors of the given shape
 // made from all the real tools, until there are n (fewer when no new
 // name can be made, which takes a tiny pool). A catalog of own alone is
-// returned when n is at most its size. The same arguments give
-// the same catalog.
+// returned when n is at most its size. A padded catalog is ordered by a
+// hash of the names, so the set's own tools are spread through it. The
+// same arguments give the same catalog.
 func Pad(own, pool []manifest.Tool, n int, shape Shape) []manifest.Tool {
 	out := append(make([]manifest.Tool, 0, max(n, len(own))), own...)
 	if n <= len(own) {
@@ -80,6 +81,10 @@ func Pad(own, pool []manifest.Tool, n int, shape Shape) []manifest.Tool {
 		out = append(out, t)
 		i++
 	}
+	// Catalog order says nothing of which tools are labelled: whatever
+	// reads the catalog in order (the candidate list's round-robin) must
+	// not meet the set's own tools first.
+	sort.SliceStable(out, func(i, j int) bool { return nameHash(out[i].Name) < nameHash(out[j].Name) })
 	return out
 }
 
