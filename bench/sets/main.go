@@ -89,7 +89,7 @@ func lookup(name string) (Converter, bool) {
 
 // converters lists every set, sorted by name.
 func converters() []Converter {
-	all := []Converter{aceBench("zh"), aceBench("en"), apiBank(), callNavi(), nesTools(), sgd(), sgdX(1), sgdX(2), sgdX(3), sgdX(4), sgdX(5), toolAlpaca(), toolEyes()}
+	all := []Converter{aceBench("zh"), aceBench("en"), apiBank(), callNavi(), nesTools(), sgd(), sgdX(1), sgdX(2), sgdX(3), sgdX(4), sgdX(5), taskBench("dailylifeapis"), taskBench("huggingface"), taskBench("multimedia"), toolAlpaca(), toolEyes()}
 	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
 	return all
 }

@@ -528,3 +528,46 @@ func TestToolAlpaca(t *testing.T) {
 		t.Errorf("stats %+v", res.set.Stats)
 	}
 }
+
+func TestTaskBench(t *testing.T) {
+	root := tree(t, map[string]string{
+		"taskbench/data_dailylifeapis/tool_desc.json": `{"nodes": [
+			{"id": "play_movie_by_title", "desc": "Play a movie by its title", "parameters": [{"name": "title", "type": "string", "desc": "The title of the movie to play"}]},
+			{"id": "book_car", "desc": "Book a car", "parameters": [{"name": "date", "type": "date", "desc": "The date"}]}]}`,
+		"taskbench/data_dailylifeapis/data.json": strings.Join([]string{
+			`{"id": "1", "seed": 1, "n_tools": 1, "type": "single", "sampled_nodes": "[]", "sampled_links": "[]", "instruction": "Could you play 'Inception' for me?", "task_nodes": [{"task": "play_movie_by_title", "arguments": [{"name": "title", "value": "Inception"}]}], "task_links": [], "task_steps": ["Step 1"]}`,
+			`{"id": "2", "type": "chain", "instruction": "Book a car, then play a movie.", "task_nodes": [{"arguments": [], "task": "book_car"}, {"task": "play_movie_by_title"}, {"task": "book_car"}], "task_links": []}`,
+			`{"id": "3", "type": "single", "instruction": "Order a taxi.", "task_nodes": [{"task": "order_taxi"}]}`,
+		}, "\n"),
+		"taskbench/data_huggingface/tool_desc.json": `{"nodes": [{"id": "Token Classification", "desc": "Label tokens.", "input-type": ["text"], "output-type": ["text"]}]}`,
+		"taskbench/data_huggingface/data.json":      `{"id": "9", "type": "single", "instruction": "Tag the entities in 'Paris is big'.", "task_nodes": [{"task": "Token Classification"}]}`,
+	})
+	out, res := convertDir(t, "taskbench-dailylifeapis", root)
+	tools := readLines[Tool](t, filepath.Join(out, "tools.jsonl"))
+	if got := toolNames(tools); !reflect.DeepEqual(got, []string{"book_car", "play_movie_by_title"}) {
+		t.Fatalf("tools %v", got)
+	}
+	if p := string(tools[0].Parameters); !strings.Contains(p, `"format":"date"`) || !strings.Contains(p, `"type":"string"`) {
+		t.Errorf("date parameter %s", p)
+	}
+	qs := readLines[Query](t, filepath.Join(out, "queries.jsonl"))
+	want := []Query{
+		{Query: "Could you play 'Inception' for me?", Tools: []string{"play_movie_by_title"}, ID: "1", Split: "single", Lang: "en"},
+		{Query: "Book a car, then play a movie.", Tools: []string{"book_car", "play_movie_by_title"}, ID: "2", Split: "chain", Lang: "en"},
+	}
+	if !reflect.DeepEqual(qs, want) {
+		t.Errorf("queries\n%+v\nwant\n%+v", qs, want)
+	}
+	if !reflect.DeepEqual(res.set.Unknown, []string{"3: order_taxi"}) {
+		t.Errorf("unknown %v", res.set.Unknown)
+	}
+	out, _ = convertDir(t, "taskbench-huggingface", root)
+	tools = readLines[Tool](t, filepath.Join(out, "tools.jsonl"))
+	if len(tools) != 1 || tools[0].Description != "Label tokens. Input: text. Output: text." {
+		t.Errorf("huggingface tools %+v", tools)
+	}
+	readme, _ := os.ReadFile(filepath.Join(out, "README.md"))
+	if !bytes.Contains(readme, []byte("a Toolshed manifest would refuse them")) {
+		t.Errorf("README does not count the name with a space:\n%s", readme)
+	}
+}
