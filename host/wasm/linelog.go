@@ -21,7 +21,12 @@ type lineLog struct {
 	buf     bytes.Buffer
 	written int
 	dropped bool
+	tail    []byte // the last tailBytes written, for error messages
 }
+
+// tailBytes is how much of a stream Tail keeps: the end of a panic's
+// message and the first frames of its stack.
+const tailBytes = 1024
 
 func newLineLog(log *slog.Logger, plugin, stream string) *lineLog {
 	return &lineLog{log: log, plugin: plugin, stream: stream}
@@ -39,6 +44,10 @@ func (l *lineLog) Write(p []byte) (int, error) {
 		}
 	}
 	l.written += len(p)
+	l.tail = append(l.tail, p...)
+	if len(l.tail) > tailBytes {
+		l.tail = append(l.tail[:0], l.tail[len(l.tail)-tailBytes:]...)
+	}
 	l.buf.Write(p)
 	for {
 		i := bytes.IndexByte(l.buf.Bytes(), '\n')
@@ -48,6 +57,13 @@ func (l *lineLog) Write(p []byte) (int, error) {
 		l.emit(string(l.buf.Next(i + 1)[:i]))
 	}
 	return n, nil // never fail the plugin's write
+}
+
+// Tail returns the last bytes written (up to tailBytes), trimmed.
+func (l *lineLog) Tail() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(bytes.TrimSpace(l.tail))
 }
 
 // Flush logs a pending partial line.

@@ -442,7 +442,7 @@ func (p *Plugin) newInstanceFrom(ctx context.Context, s *snapshot, acct *memAcco
 		if refused := acct.takeRefusal(); refused != nil {
 			return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, refused)
 		}
-		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, describe(ictx, err))
+		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, in.explain(describe(ictx, err)))
 	}
 	in.mod = mod
 	in.alloc = mod.ExportedFunction(abi.ExportAlloc)
@@ -623,6 +623,7 @@ func (in *instance) invoke(ctx context.Context, tool string, args json.RawMessag
 	p := in.plugin
 	defer in.lastUsed.Store(time.Now().UnixNano())
 	fail := func(err error) (abi.Result, []artifact.Artifact, error) {
+		err = in.explain(err) // out of memory; the plugin's stderr (explain.go)
 		if refused := in.acct.takeRefusal(); refused != nil {
 			// The plugin died of a growth the budget refused: say so.
 			err = fmt.Errorf("%w (its memory could not grow: %v)", refused, err)
