@@ -139,14 +139,19 @@ func pluginsList(args []string, stdout, stderr io.Writer) error {
 // pluginsValidate loads a plugin directory as serve does (admission) and
 // prints one verdict per manifest in file-name order: ok, or every problem
 // of the file. --compile also compiles each admitted module as serve does
-// when one of its tools is first needed. The folder's own grants file, if
-// any, must load too.
+// when one of its tools is first needed, and starts one instance of it
+// (its start function and _initialize run, with the folder's grants): a
+// module that traps there fails, with the end of its stderr. --against
+// DIR also loads the folder the plugins will join and reports their
+// clashes with its tools. The folder's own grants file, if any, must load
+// too.
 func pluginsValidate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("plugins validate", stderr)
 	dirFlag := fs.String("plugins", "", pluginDirUsage)
-	compile := fs.Bool("compile", false, "also compile every module (slower; what serve does when a tool is first needed)")
+	compile := fs.Bool("compile", false, "also compile every module and start an instance of it (slower; what serve does when a tool is first needed)")
+	against := fs.String("against", "", "also check for clashes with the tools of the plugin `DIR` these plugins will join (a served folder; \"bundled\": the bundled catalog)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed plugins validate [--compile] [DIR | --plugins DIR]\n\n"+
+		fmt.Fprintln(stderr, "usage: toolshed plugins validate [--compile] [--against DIR] [DIR | --plugins DIR]\n\n"+
 			"Checks every manifest and module of DIR with serve's rules: the manifest is valid, its module\n"+
 			"is there, matches its sha256 and exports the ABI; exits 1 if any fails.")
 		fs.PrintDefaults()
@@ -177,8 +182,27 @@ func pluginsValidate(args []string, stdout, stderr io.Writer) error {
 	}
 	var out []verdict
 	failed := 0
+	if *against != "" {
+		clashes, err := clashesAgainst(snap, *against)
+		if err != nil {
+			return err
+		}
+		for _, c := range clashes {
+			msg := c.msg
+			if !strings.HasPrefix(msg, c.file+": ") {
+				msg = c.file + ": " + msg
+			}
+			out = append(out, verdict{file: c.file, err: msg})
+			failed++
+		}
+	}
 	if *compile {
-		rt, err := wasm.New(&wasm.Options{PoolSize: -1, Logger: slog.New(slog.DiscardHandler)})
+		opts := &wasm.Options{PoolSize: -1, Logger: slog.New(slog.DiscardHandler)}
+		if op, err := loadOperator(dir, ""); err == nil { // the folder's grants, as call gives them
+			defer op.close()
+			opts = op.options("", -1, io.Discard)
+		}
+		rt, err := wasm.New(opts)
 		if err != nil {
 			return err
 		}
@@ -186,7 +210,7 @@ func pluginsValidate(args []string, stdout, stderr io.Writer) error {
 		for _, p := range snap.Plugins {
 			pl, err := rt.Plugin(p)
 			if err == nil {
-				err = pl.Compile(context.Background())
+				err = pl.Instantiate(context.Background())
 			}
 			if err != nil {
 				out = append(out, verdict{file: p.ManifestPath, err: p.ManifestPath + ": " + err.Error()})
@@ -368,4 +392,29 @@ func pinGrants(path string, pins map[string]string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%s: plugins.%s.sha256 %s\n", path, name, pins[name])
 	}
 	return nil
+}
+
+// clash is a manifest's clash with the folder it will join.
+type clash struct{ file, msg string }
+
+// clashesAgainst loads the folder dir ("bundled": the bundled catalog) as
+// its manifests say, modules unread (the clash is in the names), and
+// returns the clashes of snap's plugins with its tools.
+func clashesAgainst(snap *catalog.Snapshot, dir string) ([]clash, error) {
+	if dir == "bundled" {
+		d, err := findCatalog()
+		if err != nil {
+			return nil, fmt.Errorf("--against bundled: %w", err)
+		}
+		dir = d
+	}
+	into, err := catalog.Load(dir, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--against: %w", err)
+	}
+	var out []clash
+	for _, e := range snap.Clashes(into) {
+		out = append(out, clash{e.File, e.Error()})
+	}
+	return out, nil
 }

@@ -238,9 +238,12 @@ func TestGreetHosted(t *testing.T) {
 # make test: the above, then the plugin's own tests, in Go and under the
 # real host
 # TOOLSHED: the binary that wrote this folder while it is where it was,
-# else the toolshed on PATH.
+# else the toolshed on PATH. AGAINST: the plugin folder this plugin will
+# join, whose tool names it must not clash with (default: the bundled
+# catalog).
 TOOLSHED ?= $(or $(wildcard <<.Toolshed>>),toolshed)
 GO       ?= go
+AGAINST  ?= bundled
 export TOOLSHED
 
 all: <<.Name>>.wasm
@@ -250,7 +253,7 @@ all: <<.Name>>.wasm
 	$(TOOLSHED) plugins pin <<.Name>>.json
 
 validate: <<.Name>>.wasm
-	$(TOOLSHED) plugins validate .
+	$(TOOLSHED) plugins validate --compile --against $(AGAINST) .
 
 test: validate
 	$(GO) test ./...

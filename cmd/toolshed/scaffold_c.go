@@ -33,8 +33,9 @@ TS_TOOL("<<.Tool>>", greet)
 # make validate: check the folder with serve's rules
 # make test: the above, then call the tool through the real host
 # Needs clang and wasi-libc (Debian: clang lld wasi-libc libclang-rt-dev-wasm32).
-TOOLSHED ?= <<.Toolshed>>
+TOOLSHED ?= $(or $(wildcard <<.Toolshed>>),toolshed)
 CLANG    ?= clang
+AGAINST  ?= bundled
 CFLAGS   := --target=wasm32-wasi -O2 -mexec-model=reactor -Wall -Wextra -Wl,--strip-all
 
 all: <<.Name>>.wasm
@@ -44,7 +45,7 @@ all: <<.Name>>.wasm
 	$(TOOLSHED) plugins pin <<.Name>>.json
 
 validate: <<.Name>>.wasm
-	$(TOOLSHED) plugins validate --compile .
+	$(TOOLSHED) plugins validate --compile --against $(AGAINST) .
 
 test: validate
 	$(TOOLSHED) call --plugins . <<.Tool>> '{"name": "Toolshed"}' | grep -qx 'Hello, Toolshed!'
