@@ -306,7 +306,7 @@ func normalizeValue(v any) any {
 // Namesakes records which source catalogs define each folded tool name, so
 // that a name two catalogs share can be qualified with its catalog in both
 // while every other name stays as written. The zero value is not usable:
-// make one with make(Namesakes).
+// make one with make(Namesakes). Not safe for concurrent use.
 type Namesakes map[string]map[string]bool
 
 // Add records that catalog defines name.
