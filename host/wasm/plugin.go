@@ -623,10 +623,12 @@ func (in *instance) invoke(ctx context.Context, tool string, args json.RawMessag
 	p := in.plugin
 	defer in.lastUsed.Store(time.Now().UnixNano())
 	fail := func(err error) (abi.Result, []artifact.Artifact, error) {
-		err = in.explain(err) // out of memory; the plugin's stderr (explain.go)
 		if refused := in.acct.takeRefusal(); refused != nil {
-			// The plugin died of a growth the budget refused: say so.
+			// The plugin died of a growth the budget refused, not of its
+			// own limit: say so.
 			err = fmt.Errorf("%w (its memory could not grow: %v)", refused, err)
+		} else {
+			err = in.explain(err) // out of memory; the plugin's stderr (explain.go)
 		}
 		p.host.log.Warn("plugin call failed; instance discarded", "plugin", p.name, "tool", tool, "error", err)
 		in.dead = true
