@@ -167,7 +167,8 @@ type MCP struct {
 type Artifacts struct {
 	// MaxAge removes an artifact this old.
 	MaxAge time.Duration `koanf:"max_age"`
-	// MaxMB bounds the artifacts kept, all together; the oldest go first.
+	// MaxMB bounds the artifacts kept, all together, at every write: a
+	// write that would pass it removes the writing key's oldest first.
 	MaxMB int `koanf:"max_mb"`
 	// InlineKB: an artifact up to this size is also sent inline (a data:
 	// URL to OpenAI clients); 0: never.
