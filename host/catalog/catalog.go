@@ -107,8 +107,10 @@ type Options struct {
 	// KeepModules, with RequireModules, is a folder where the bytes of
 	// every admitted module are kept, named by their sha256: ReadModule
 	// reads them there, so the version a snapshot lists is what its calls
-	// run, whatever happens to the .wasm file (keep.go). "" keeps nothing:
-	// ReadModule reads the module file.
+	// run, whatever happens to the .wasm file (keep.go). "" keeps them in
+	// memory (each admitted version's bytes, for as long as a snapshot
+	// holds it). Without RequireModules nothing is kept: ReadModule reads
+	// the module file.
 	KeepModules string
 	// Verified, with RequireModules, remembers the modules that passed,
 	// so that a later load (by another process) of an unchanged module
@@ -361,7 +363,7 @@ func LoadFS(fsys fs.FS, dir string, opts *Options) (*Snapshot, error) {
 				if p.kept != "" || p.keptCode != nil {
 					p.checkPending()
 				}
-			} else if opts.Verified != nil && opts.Verified.Known(p) && (opts.KeepModules == "" || p.keptInDir(opts.KeepModules)) {
+			} else if opts.Verified != nil && opts.Verified.Known(p) && p.keptInDir(opts.KeepModules) {
 				// The same file passed before, in an earlier load.
 				p.stamp, _ = stampOf(p.fsys, path.Clean(p.name))
 			} else if code, err := p.readOriginal(); err != nil {

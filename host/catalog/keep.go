@@ -38,10 +38,11 @@ func stampOf(fsys fs.FS, name string) (moduleStamp, bool) {
 }
 
 // keep stores code (already checked against the pin) as DIR/SHA256.wasm
-// and makes p read it from there; if the copy cannot be written, p keeps
-// the bytes in memory. dir "" keeps nothing.
+// and makes p read it from there; with dir "", or if the copy cannot be
+// written, p keeps the bytes in memory.
 func (p *Plugin) keep(dir string, code []byte) {
 	if dir == "" {
+		p.keptCode = code
 		return
 	}
 	name := p.Manifest.SHA256 + ".wasm"
