@@ -91,7 +91,7 @@ func mcpScenario(t *testing.T, cs *mcp.ClientSession, changed chan struct{}, que
 	}
 	select {
 	case <-changed:
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute): // for an event that never comes (on time: milliseconds)
 		t.Fatal("no notifications/tools/list_changed")
 	}
 	// The SDK lists tools sorted by name.
@@ -223,7 +223,7 @@ func TestMCPOverStdio(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("toolshed mcp exited %d", code)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // for an event that never comes (on time: milliseconds)
 		t.Fatal("toolshed mcp did not end when the client left")
 	}
 }

@@ -139,7 +139,7 @@ func TestNoModuleByteReadToBuildSnapshot(t *testing.T) {
 	}()
 	select {
 	case s = <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // for an event that never comes (on time: milliseconds)
 		t.Fatal("Load blocked: it opened the FIFO module")
 	}
 	r, err := s.Search("fifoTool widgets", 5)
