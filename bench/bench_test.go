@@ -229,3 +229,25 @@ func TestNaturalSetMerges(t *testing.T) {
 		t.Errorf("no sets gave %+v", d)
 	}
 }
+
+func TestPadPoolLeavesOutVariants(t *testing.T) {
+	mk := func(name string, tools []string, qs ...string) evalSet {
+		d := &dataset{Name: name}
+		for _, n := range tools {
+			d.Tools = append(d.Tools, manifest.Tool{Name: n})
+		}
+		for _, q := range qs {
+			d.Queries = append(d.Queries, query{Query: q, Tools: []string{tools[0]}})
+		}
+		return evalSet{dataset: d}
+	}
+	a := mk("sgd", []string{"FindRestaurants"}, "a table for two", "a cheap place to eat")
+	b := mk("sgd-x", []string{"SearchEateries"}, "a table for two", "a cheap place to eat")
+	c := mk("other", []string{"getWeather"}, "rain tomorrow?")
+	zh := mk("zh", []string{"天气"}, "查天气")
+	zh.Chinese = true
+	pool := padPool(a, []evalSet{a, b, c, zh})
+	if len(pool) != 1 || pool[0].Name != "getWeather" {
+		t.Errorf("pool of sgd: %+v, want only the other English set's tools", pool)
+	}
+}

@@ -79,6 +79,34 @@ func loadEvalSets(o evalOptions, log func(string)) ([]evalSet, error) {
 	return sets, nil
 }
 
+// padPool is what a set's catalog is padded with: the tools of the other
+// English sets, but for a set that asks the same requests (sgd and its
+// renamed variant sgd-x5: padding one with the other would add correct
+// tools nobody labelled), found by the requests the two share.
+func padPool(s evalSet, sets []evalSet) []manifest.Tool {
+	own := make(map[string]bool, len(s.Queries))
+	for _, q := range s.Queries {
+		own[q.Query] = true
+	}
+	var pool []manifest.Tool
+	for _, o := range sets {
+		if o.Chinese || o.Name == s.Name {
+			continue
+		}
+		shared := 0
+		for _, q := range o.Queries {
+			if own[q.Query] {
+				shared++
+			}
+		}
+		if 10*shared > min(len(o.Queries), len(s.Queries)) {
+			continue // a variant of the same set
+		}
+		pool = append(pool, o.Tools...)
+	}
+	return pool
+}
+
 // mostlyChinese: more than half of the requests hold Chinese characters.
 func mostlyChinese(qs []query) bool {
 	n := 0
@@ -140,15 +168,10 @@ func evalTable(o evalOptions, log func(string)) ([]evalRow, error) {
 	if len(sets) == 0 {
 		return nil, fmt.Errorf("no evaluation sets found in %s", strings.Join(o.dirs, ", "))
 	}
-	var pool []manifest.Tool
-	for _, s := range sets {
-		if !s.Chinese {
-			pool = append(pool, s.Tools...)
-		}
-	}
 	engines := evalEngines(o)
 	var rows []evalRow
 	for _, s := range sets {
+		pool := padPool(s, sets)
 		qs := evalrun.Split(s.Queries, o.half)
 		type cat struct {
 			tools []manifest.Tool
