@@ -15,20 +15,15 @@
 package host
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
-	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +34,7 @@ import (
 	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/manifest"
+	"github.com/toolshed/toolshed/host/upstream"
 	"github.com/toolshed/toolshed/host/wasm"
 	"github.com/toolshed/toolshed/internal/tokens"
 )
@@ -163,6 +159,8 @@ type core struct {
 	byName  map[string]*GoTool
 	schemas map[string]compiledSchema // always-on tools' schemas, compiled once
 	aead    cipher.AEAD               // seals continuation ids (continuation.go)
+	model   *upstream.Client          // the model the rounds run on
+	chooser *upstream.Client          // the model tool_search's selection asks
 
 	emptyOnce sync.Once
 	empty     *catalog.Snapshot // the catalog when none is configured
@@ -239,6 +237,14 @@ func New(opts Options) (*Host, error) {
 		h.opts.MaxRetryWait = 8 * time.Second
 	}
 	h.opts.Search = h.opts.Search.withDefaults()
+	h.model = &upstream.Client{Endpoint: opts.Upstream, OpenAI: opts.Client, Retries: h.opts.Retries, Backoff: h.opts.RetryBackoff,
+		MaxRetryWait: h.opts.MaxRetryWait, RequestTimeout: h.opts.RequestTimeout, Logger: h.log}
+	h.chooser = h.model
+	if c := h.opts.Search.LLMClient; c != nil && c != opts.Client {
+		chooser := *h.model
+		chooser.Endpoint, chooser.OpenAI = nil, c
+		h.chooser = &chooser
+	}
 	if opts.PluginDir != "" && opts.Catalog == nil {
 		reserved := make([]string, len(opts.Tools))
 		for i, t := range opts.Tools {
@@ -509,20 +515,17 @@ func (h *Host) run(ctx context.Context, base openai.ChatCompletionRequest, onEve
 		if onEvent != nil {
 			onEvent(Event{Kind: EventRound, Round: round + 1})
 			first := true
-			msg, finish, err = s.host.stream(ctx, req, func(text string) {
+			msg, finish, err = h.model.Stream(ctx, req, func(text string) {
 				if first && spoke {
 					onEvent(Event{Kind: EventText, Text: roundBreak, Round: round + 1})
 				}
 				first, spoke = false, true
 				onEvent(Event{Kind: EventText, Text: text, Round: round + 1})
-			})
+			}, s.host.meter.add)
 		} else {
 			req.StreamOptions = nil
 			var out openai.ChatCompletionResponse
-			out, err = s.host.complete(ctx, h.opts.Client, req)
-			if err == nil && len(out.Choices) == 0 {
-				err = &ModelError{Attempts: 1, Err: errors.New("the answer has no choice")}
-			}
+			out, err = s.host.complete(ctx, h.model, req)
 			if err == nil {
 				msg, finish = out.Choices[0].Message, out.Choices[0].FinishReason
 			}
@@ -747,461 +750,26 @@ func (h *Host) allToolsTokens(snap *catalog.Snapshot) int {
 	return h.tokAll
 }
 
-// Upstream is an OpenAI-compatible chat completions endpoint. The zero
-// HTTPClient is a plain one; deadlines come from the request's context.
-type Upstream struct {
-	BaseURL    string // up to the API version, e.g. https://api.openai.com/v1
-	APIKey     string // sent as a bearer token; empty: none
-	HTTPClient *http.Client
-}
+// Upstream is an OpenAI-compatible chat completions endpoint the host
+// calls over HTTP itself (Options.Upstream; host/upstream).
+type Upstream = upstream.Endpoint
 
 // ModelError is a model call that failed: what the upstream answered, or
-// that it did not. Callers map it to their own answer (an HTTP front end
-// passes a 4xx or a 429 through, a 5xx or no answer becomes a 502, a
-// timeout a 504); its Error text is for logs: it may name the upstream's
-// address.
-type ModelError struct {
-	// Status is the upstream's HTTP status; 0 when it gave none.
-	Status int
-	// RetryAfter is the upstream's Retry-After (or retry-after-ms).
-	RetryAfter time.Duration
-	// Type, Code, Param and Message are the upstream's error object.
-	Type, Code, Param, Message string
-	// Timeout: no answer within Options.RequestTimeout or the request's
-	// deadline.
-	Timeout bool
-	// Attempts is how many calls were made.
-	Attempts int
-	// Err is the cause when the upstream gave no status (a network
-	// failure, a broken stream, a deadline).
-	Err error
-}
+// that it did not (host/upstream's Error). Callers map it to their own
+// answer (an HTTP front end passes a 4xx or a 429 through, a 5xx or no
+// answer becomes a 502, a timeout a 504); its Error text is for logs: it
+// may name the upstream's address.
+type ModelError = upstream.Error
 
-func (e *ModelError) Error() string {
-	var b strings.Builder
-	switch {
-	case e.Timeout:
-		b.WriteString("the model did not answer in time")
-	case e.Status != 0:
-		fmt.Fprintf(&b, "the model answered HTTP %d", e.Status)
-		if e.Code != "" {
-			fmt.Fprintf(&b, " (%s)", e.Code)
-		}
-		if e.Message != "" {
-			fmt.Fprintf(&b, ": %s", oneLine(e.Message))
-		}
-	default:
-		b.WriteString("the model could not be reached")
-	}
-	if e.Err != nil {
-		fmt.Fprintf(&b, ": %v", e.Err)
-	}
-	if e.Attempts > 1 {
-		fmt.Fprintf(&b, " (after %d attempts)", e.Attempts)
-	}
-	return b.String()
-}
-
-func (e *ModelError) Unwrap() error { return e.Err }
-
-// Is makes a timeout match context.DeadlineExceeded.
-func (e *ModelError) Is(target error) bool { return e.Timeout && target == context.DeadlineExceeded }
-
-// retryable says whether another attempt may help: rate limits, conflicts,
-// server errors and network failures, never a timeout (it would take as
-// long again) nor another 4xx.
-func (e *ModelError) retryable() bool {
-	if e.Timeout {
-		return false
-	}
-	switch {
-	case e.Status == 0:
-		return true
-	case e.Status == http.StatusRequestTimeout, e.Status == http.StatusConflict, e.Status == http.StatusTooManyRequests:
-		return true
-	}
-	return e.Status >= 500
-}
-
-// modelError makes any failure of a model call a *ModelError.
-func modelError(err error) *ModelError {
-	var me *ModelError
-	if errors.As(err, &me) {
-		return me
-	}
-	var api *openai.APIError
-	if errors.As(err, &api) {
-		code, _ := api.Code.(string)
-		if f, ok := api.Code.(float64); ok {
-			code = strconv.FormatFloat(f, 'f', -1, 64)
-		}
-		param := ""
-		if api.Param != nil {
-			param = *api.Param
-		}
-		return &ModelError{Status: api.HTTPStatusCode, Type: api.Type, Code: code, Param: param, Message: api.Message}
-	}
-	var re *openai.RequestError
-	if errors.As(err, &re) {
-		return &ModelError{Status: re.HTTPStatusCode, Message: strings.TrimSpace(string(re.Body))}
-	}
-	return &ModelError{Err: err, Timeout: errors.Is(err, context.DeadlineExceeded)}
-}
-
-// attempt is one model call. It gets a context bounded by
-// Options.RequestTimeout and the request's deadline; done, when called
-// by the attempt, ends that context (a stream keeps it until read).
-type attempt func(ctx context.Context, done context.CancelFunc) error
-
-// call runs a model call with the retry policy of Options.Retries: at most
-// Retries+1 attempts, all within ctx's deadline; a timed-out attempt is
-// final. The error is a *ModelError.
-func (h *Host) call(ctx context.Context, what string, try attempt) error {
-	wait := h.opts.RetryBackoff
-	for n := 1; ; n++ {
-		actx, cancel := context.WithCancel(ctx)
-		timedOut := false
-		var tmu sync.Mutex
-		timer := time.AfterFunc(h.opts.RequestTimeout, func() {
-			tmu.Lock()
-			timedOut = true
-			tmu.Unlock()
-			cancel()
-		})
-		done := func() { timer.Stop(); cancel() }
-		err := try(actx, done)
-		if err == nil {
-			timer.Stop()
-			return nil
-		}
-		done()
-		me := modelError(err)
-		tmu.Lock()
-		switch {
-		case timedOut:
-			me.Timeout, me.Err = true, fmt.Errorf("no answer within %s (model.timeout): %w", h.opts.RequestTimeout, context.DeadlineExceeded)
-		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			me.Timeout, me.Err = true, fmt.Errorf("the request's deadline passed: %w", context.DeadlineExceeded)
-		}
-		tmu.Unlock()
-		me.Attempts = n
-		if ctx.Err() != nil && !me.Timeout {
-			me.Err = ctx.Err()
-			return me
-		}
-		delay, ok := h.retryDelay(ctx, me, n, wait)
-		if !ok {
-			return me
-		}
-		h.log.Warn("model call failed; retrying", "call", what, "attempt", n, "wait", delay, "error", me)
-		select {
-		case <-time.After(delay):
-		case <-ctx.Done():
-			me.Err, me.Timeout = ctx.Err(), errors.Is(ctx.Err(), context.DeadlineExceeded)
-			return me
-		}
-		wait = min(2*wait, 8*time.Second)
-	}
-}
-
-// retryDelay is how long to wait before attempt n+1, and whether to make
-// it at all: not after a final failure, not past Retries, not for a
-// Retry-After over MaxRetryWait, and not when the wait would end past the
-// request's deadline.
-func (h *Host) retryDelay(ctx context.Context, me *ModelError, n int, backoff time.Duration) (time.Duration, bool) {
-	if !me.retryable() || n > h.opts.Retries {
-		return 0, false
-	}
-	delay := backoff
-	if me.RetryAfter > 0 {
-		if me.RetryAfter > h.opts.MaxRetryWait {
-			return 0, false
-		}
-		delay = max(delay, me.RetryAfter)
-	}
-	if d, ok := ctx.Deadline(); ok && time.Until(d) <= delay {
-		return 0, false
-	}
-	return delay, true
-}
-
-// complete makes one plain model call with the retry policy (see call);
-// the usage goes to the view's meter.
-func (h *Host) complete(ctx context.Context, c *openai.Client, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-	var out openai.ChatCompletionResponse
-	err := h.call(ctx, "complete", func(ctx context.Context, done context.CancelFunc) error {
-		defer done() // the answer is read whole
-		var err error
-		if u := h.opts.Upstream; u != nil && (c == nil || c == h.opts.Client) {
-			out, err = u.complete(ctx, req)
-		} else {
-			out, err = c.CreateChatCompletion(ctx, req)
-		}
-		return err
-	})
+// complete makes one plain model call on c with its retry policy; the
+// usage goes to the view's meter.
+func (h *Host) complete(ctx context.Context, c *upstream.Client, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	out, err := c.Complete(ctx, req)
 	if err == nil {
 		h.meter.add(out.Usage)
 	}
 	return out, err
 }
-
-// chunks is a stream of chat completion chunks (go-openai's stream, or
-// the upstream's read here).
-type chunks interface {
-	Recv() (openai.ChatCompletionStreamResponse, error)
-	Close() error
-}
-
-// stream makes one streaming model call and assembles the message: text
-// pieces go to onText as they come; tool calls are put together from
-// their deltas. A failure before the stream starts is retried like a
-// plain call; a stream that breaks off or ends early is an error (not
-// retried: text went out). Options.RequestTimeout bounds the wait for the
-// stream to start and each silence within it. It returns the message and
-// the finish reason; the usage (stream_options.include_usage is always
-// asked) goes to the view's meter.
-func (h *Host) stream(ctx context.Context, req openai.ChatCompletionRequest, onText func(string)) (openai.ChatCompletionMessage, openai.FinishReason, error) {
-	var finish openai.FinishReason
-	req.Stream = true
-	req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
-	var st chunks
-	var stop context.CancelFunc
-	err := h.call(ctx, "stream", func(ctx context.Context, done context.CancelFunc) error {
-		var err error
-		if u := h.opts.Upstream; u != nil {
-			st, err = u.stream(ctx, req)
-		} else {
-			st, err = h.opts.Client.CreateChatCompletionStream(ctx, req)
-		}
-		stop = done
-		return err
-	})
-	if err != nil {
-		return openai.ChatCompletionMessage{}, "", err
-	}
-	defer stop()
-	defer st.Close()
-	msg := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant}
-	var text strings.Builder
-	var calls []openai.ToolCall
-	finished := false
-	idle := time.AfterFunc(h.opts.RequestTimeout, stop)
-	defer idle.Stop()
-	broke := func(err error) (openai.ChatCompletionMessage, openai.FinishReason, error) {
-		me := modelError(err)
-		if me.Status == 0 && me.Err != nil && me.Message == "" {
-			me.Err = fmt.Errorf("the stream broke off: %w", me.Err)
-		}
-		me.Timeout = me.Timeout || ctx.Err() == nil && errors.Is(err, context.Canceled)
-		me.Attempts = 1
-		return msg, "", me
-	}
-	for {
-		chunk, err := st.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return broke(err)
-		}
-		idle.Reset(h.opts.RequestTimeout)
-		if chunk.Usage != nil {
-			h.meter.add(*chunk.Usage)
-		}
-		for _, ch := range chunk.Choices {
-			if ch.FinishReason != "" {
-				finished, finish = true, ch.FinishReason
-			}
-			if d := ch.Delta.Content; d != "" {
-				text.WriteString(d)
-				onText(d)
-			}
-			for _, tc := range ch.Delta.ToolCalls {
-				i := len(calls)
-				if tc.Index != nil {
-					i = *tc.Index
-				} else if tc.ID == "" && len(calls) > 0 {
-					i = len(calls) - 1 // a continuation without an index
-				}
-				if i < 0 || i > 128 {
-					return broke(fmt.Errorf("a tool call with index %d", i))
-				}
-				for len(calls) <= i {
-					calls = append(calls, openai.ToolCall{Type: openai.ToolTypeFunction})
-				}
-				c := &calls[i]
-				if tc.ID != "" {
-					c.ID = tc.ID
-				}
-				if tc.Function.Name != "" {
-					c.Function.Name += tc.Function.Name
-				}
-				c.Function.Arguments += tc.Function.Arguments
-			}
-		}
-	}
-	if !finished {
-		return broke(errors.New("the stream ended before the answer was finished"))
-	}
-	msg.Content = text.String()
-	msg.ToolCalls = calls
-	return msg, finish, nil
-}
-
-// wireRequest is a chat completion request as sent upstream: go-openai
-// omits a zero temperature, which a selection request (one without
-// tools: every agent round carries tool_search) must send.
-type wireRequest struct {
-	openai.ChatCompletionRequest
-	Temperature *float32 `json:"temperature,omitempty"`
-}
-
-// post sends a chat completion request; a status other than 2xx is a
-// *ModelError with the upstream's error object and Retry-After.
-func (u *Upstream) post(ctx context.Context, req openai.ChatCompletionRequest) (*http.Response, error) {
-	w := wireRequest{ChatCompletionRequest: req}
-	if req.Temperature != 0 || len(req.Tools) == 0 {
-		w.Temperature = &req.Temperature
-	}
-	body, err := json.Marshal(w)
-	if err != nil {
-		return nil, err
-	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(u.BaseURL, "/")+"/chat/completions", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	if req.Stream {
-		hr.Header.Set("Accept", "text/event-stream")
-	} else {
-		hr.Header.Set("Accept", "application/json")
-	}
-	if u.APIKey != "" {
-		hr.Header.Set("Authorization", "Bearer "+u.APIKey)
-	}
-	c := u.HTTPClient
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(hr)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode/100 == 2 {
-		return resp, nil
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	me := &ModelError{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header)}
-	var e struct {
-		Error *struct {
-			Message string `json:"message"`
-			Type    string `json:"type"`
-			Param   any    `json:"param"`
-			Code    any    `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(b, &e) == nil && e.Error != nil {
-		me.Message, me.Type = e.Error.Message, e.Error.Type
-		me.Param, me.Code = scalar(e.Error.Param), scalar(e.Error.Code)
-	} else {
-		me.Message = strings.TrimSpace(string(b))
-	}
-	return nil, me
-}
-
-// scalar is a JSON string or number as text ("" for anything else).
-func scalar(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case float64:
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	}
-	return ""
-}
-
-// retryAfter reads retry-after-ms, else Retry-After (seconds or a date).
-func retryAfter(h http.Header) time.Duration {
-	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
-		return time.Duration(ms * float64(time.Millisecond))
-	}
-	v := h.Get("Retry-After")
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
-}
-
-func (u *Upstream) complete(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-	var out openai.ChatCompletionResponse
-	resp, err := u.post(ctx, req)
-	if err != nil {
-		return out, err
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return out, fmt.Errorf("reading the answer: %w", err)
-	}
-	return out, nil
-}
-
-func (u *Upstream) stream(ctx context.Context, req openai.ChatCompletionRequest) (chunks, error) {
-	resp, err := u.post(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return &sseChunks{body: resp.Body, r: bufio.NewReaderSize(resp.Body, 64<<10)}, nil
-}
-
-// sseChunks reads chat completion chunks from server-sent events: data
-// lines, to [DONE]; an event with an error object is a *ModelError.
-type sseChunks struct {
-	body io.ReadCloser
-	r    *bufio.Reader
-}
-
-func (s *sseChunks) Recv() (openai.ChatCompletionStreamResponse, error) {
-	for {
-		line, err := s.r.ReadBytes('\n')
-		if err != nil && (len(line) == 0 || !errors.Is(err, io.EOF)) {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF // no [DONE]
-			}
-			return openai.ChatCompletionStreamResponse{}, err
-		}
-		data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data:"))
-		if !ok {
-			continue // blank lines, comments, other fields
-		}
-		data = bytes.TrimSpace(data)
-		if string(data) == "[DONE]" {
-			return openai.ChatCompletionStreamResponse{}, io.EOF
-		}
-		var c struct {
-			openai.ChatCompletionStreamResponse
-			Error *struct {
-				Message string `json:"message"`
-				Type    string `json:"type"`
-				Code    any    `json:"code"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(data, &c); err != nil {
-			return openai.ChatCompletionStreamResponse{}, fmt.Errorf("a malformed chunk: %w", err)
-		}
-		if c.Error != nil {
-			return openai.ChatCompletionStreamResponse{}, &ModelError{Type: c.Error.Type, Code: scalar(c.Error.Code), Message: c.Error.Message,
-				Err: errors.New("an error event in the stream")}
-		}
-		return c.ChatCompletionStreamResponse, nil
-	}
-}
-
-func (s *sseChunks) Close() error { return s.body.Close() }
 
 // compiledSchema is a tool's parameter schema, or why it does not compile.
 type compiledSchema struct {

@@ -321,11 +321,7 @@ func (s *Session) describeFound(q string, found []string) string {
 // selectWithModel asks the host's selection model (Options.Search.LLMClient
 // and LLMModel, else the main ones).
 func (h *Host) selectWithModel(ctx context.Context, system, prompt string) (string, error) {
-	opts := h.opts.Search
-	client, model := opts.LLMClient, opts.LLMModel
-	if client == nil {
-		client = h.opts.Client
-	}
+	model := h.opts.Search.LLMModel
 	if model == "" {
 		model = h.opts.Model
 	}
@@ -333,7 +329,7 @@ func (h *Host) selectWithModel(ctx context.Context, system, prompt string) (stri
 		{Role: openai.ChatMessageRoleSystem, Content: system},
 		{Role: openai.ChatMessageRoleUser, Content: prompt},
 	}}
-	out, err := h.complete(ctx, client, req)
+	out, err := h.complete(ctx, h.chooser, req)
 	if err != nil {
 		return "", fmt.Errorf("selection model: %w", err)
 	}
