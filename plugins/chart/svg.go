@@ -29,7 +29,7 @@ const (
 	padLeft, padRight         = 80, 170
 	padTop, padBottom         = 60, 80
 	maxPoints                 = 10000
-	fontFamily                = `'Noto Sans CJK SC','Source Han Sans SC','PingFang SC','Microsoft YaHei','WenQuanYi Micro Hei',sans-serif`
+	fontFamily                = `'Noto Sans CJK SC','Source Han Sans SC','PingFang SC','Hiragino Sans GB','Microsoft YaHei','WenQuanYi Micro Hei','WenQuanYi Zen Hei','Droid Sans Fallback',sans-serif`
 	plotW, plotH      float64 = width - padLeft - padRight, height - padTop - padBottom
 )
 
