@@ -283,6 +283,7 @@ func newAgent(cfg *config.Config, snapshot func() *catalog.Snapshot, log *slog.L
 		Retries:        cfg.Model.Retries,
 		RequestTimeout: cfg.Model.Timeout,
 		SystemPrompt:   cfg.Agent.SystemPrompt,
+		AutoDiscover:   cfg.Agent.AutoDiscover,
 		Logger:         log,
 		ArtifactLink:   artifactLink,
 	}

@@ -91,6 +91,10 @@ type Agent struct {
 	Workspace    string `koanf:"workspace"`
 	Skills       string `koanf:"skills"`
 	Shell        bool   `koanf:"shell"`
+	// AutoDiscover: a call to a deferred tool not discovered yet
+	// discovers it instead of failing (the model, or an MCP client, may
+	// call a tool by name without tool_search).
+	AutoDiscover bool `koanf:"auto_discover"`
 }
 
 // Server is toolshed serve.
@@ -229,6 +233,7 @@ func Defaults() map[string]any {
 		"agent.workspace":                   "",
 		"agent.skills":                      "",
 		"agent.shell":                       false,
+		"agent.auto_discover":               false,
 		"server.addr":                       "127.0.0.1:8080",
 		"server.api_keys":                   []string{},
 		"server.allow_open":                 false,
