@@ -163,3 +163,58 @@ func TestQuotaSurvivesRestart(t *testing.T) {
 		t.Fatalf("%d artifacts stored by one session; want its quota, %d", len(es), want)
 	}
 }
+
+// TestMemoryBudgetHammer: sessions of two tenants grow, get refused, are
+// reclaimed and close concurrently (run with -race); the budget is never
+// passed and everything is given back.
+func TestMemoryBudgetHammer(t *testing.T) {
+	snap := growPlugin(t)
+	h, _ := newHost(t, &wasm.Options{MemoryBudget: 64 << 20, TenantMemory: 40 << 20, ReclaimIdle: 1})
+	stop := make(chan struct{})
+	over := make(chan wasm.MemoryStats, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if st := h.MemoryStats(); st.Used > st.Budget {
+				select {
+				case over <- st:
+				default:
+				}
+			}
+		}
+	}()
+	tl, _ := snap.Tool("grow")
+	done := make(chan struct{})
+	for w := range 6 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 4 {
+				s := h.NewTenantSession([]string{"a", "b"}[w%2])
+				for range 3 {
+					_, err := s.Call(context.Background(), tl, nil)
+					if err != nil && !errors.Is(err, wasm.ErrMemoryBudget) && !errors.Is(err, wasm.ErrDiscarded) {
+						t.Errorf("call: %v", err)
+					}
+				}
+				s.Close(context.Background())
+			}
+		}()
+	}
+	for range 6 {
+		<-done
+	}
+	close(stop)
+	select {
+	case st := <-over:
+		t.Fatalf("the budget was passed: %+v", st)
+	default:
+	}
+	h.Close(context.Background())
+	if st := h.MemoryStats(); st.Used != 0 || len(st.ByTenant) != 0 {
+		t.Fatalf("after every session and the host closed: %+v", st)
+	}
+}

@@ -350,8 +350,8 @@ func (p *Plugin) dispatch(ctx context.Context, in *instance, op string, req []by
 		if p.host.opts.SQL == nil {
 			return nil, errors.New("sql: the host has no SQL backend configured")
 		}
-		if tr, ok := p.host.opts.SQL.(TenantSQLRunner); ok && in.owner != nil {
-			return tr.QueryTenantSQL(ctx, in.owner.tenant, e.sql, r)
+		if tr, ok := p.host.opts.SQL.(TenantSQLRunner); ok && in.owner.Load() != nil {
+			return tr.QueryTenantSQL(ctx, in.owner.Load().tenant, e.sql, r)
 		}
 		return p.host.opts.SQL.QuerySQL(ctx, e.sql, r)
 	case abi.OpArtifact:
@@ -370,8 +370,8 @@ func (p *Plugin) dispatch(ctx context.Context, in *instance, op string, req []by
 		}
 		var a artifact.Artifact
 		var err error
-		if ts, ok := p.host.opts.Artifacts.(TenantArtifactStore); ok && in.owner != nil {
-			a, err = ts.PutFor(in.owner.tenant, e.artifacts, r.Name, r.ContentType, r.Data)
+		if ts, ok := p.host.opts.Artifacts.(TenantArtifactStore); ok && in.owner.Load() != nil {
+			a, err = ts.PutFor(in.owner.Load().tenant, e.artifacts, r.Name, r.ContentType, r.Data)
 		} else {
 			a, err = p.host.opts.Artifacts.Put(e.artifacts, r.Name, r.ContentType, r.Data)
 		}

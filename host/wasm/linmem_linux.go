@@ -25,6 +25,10 @@ func memoryAllocator(g *execGate, acct *memAccount) experimental.MemoryAllocator
 	return experimental.MemoryAllocatorFunc(func(_, max uint64) experimental.LinearMemory { return newLinearMemory(g, acct, max) })
 }
 
+// growthAccounted: the host's allocator charges every growth to the
+// memory budget, and gives the charge back when it frees the memory.
+const growthAccounted = true
+
 type mmapMemory struct {
 	buf     []byte      // the whole reservation; len is the current size
 	heap    bool        // buf is a Go array, not a mapping

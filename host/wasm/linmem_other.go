@@ -9,3 +9,8 @@ import "github.com/tetratelabs/wazero/experimental"
 // the garbage collector; Go arrays need no execGate). The plugin memory
 // budget then counts what instances are made with, not their growth.
 func memoryAllocator(*execGate, *memAccount) experimental.MemoryAllocator { return nil }
+
+// growthAccounted: wazero's own allocation is not charged to the memory
+// budget as it grows; what an instance starts with is charged until it
+// is closed.
+const growthAccounted = false

@@ -307,7 +307,7 @@ type instance struct {
 	// the session that holds it (nil while pooled; set once, before its
 	// first call); lastUsed when a call of it last ended (unix ns).
 	acct     *memAccount
-	owner    *Session
+	owner    atomic.Pointer[Session]
 	lastUsed atomic.Int64
 
 	mu     sync.Mutex // serialises calls
@@ -590,6 +590,9 @@ func (in *instance) close(ctx context.Context) {
 	in.dead = true
 	in.mu.Unlock()
 	in.mod.Close(ctx)
+	if !growthAccounted {
+		in.acct.free() // no allocator of the host's frees it
+	}
 	in.stdout.Flush()
 	in.stderr.Flush()
 	p := in.plugin
@@ -633,6 +636,9 @@ func (in *instance) invoke(ctx context.Context, tool string, args json.RawMessag
 		p.host.log.Warn("plugin call failed; instance discarded", "plugin", p.name, "tool", tool, "error", err)
 		in.dead = true
 		in.mod.Close(context.Background())
+		if !growthAccounted {
+			in.acct.free()
+		}
 		in.stdout.Flush()
 		in.stderr.Flush()
 		return abi.Result{}, nil, &CallError{Plugin: p.name, Tool: tool, Err: err}

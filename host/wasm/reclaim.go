@@ -42,7 +42,7 @@ func (h *Host) reclaim(tenant string, need int64) {
 			p.pool = nil
 		}
 		for _, in := range p.byModule {
-			if in.owner == nil || in.acct == nil || idleFor < 0 {
+			if in.owner.Load() == nil || in.acct == nil || idleFor < 0 {
 				continue
 			}
 			if used := in.lastUsed.Load(); used <= cutoff && (tenant == "" || in.acct.owner() == tenant) {
@@ -71,7 +71,7 @@ func (h *Host) reclaim(tenant string, need int64) {
 		in.dead = true
 		in.mu.Unlock()
 		n := in.acct.size()
-		in.owner.forget(in.plugin, in)
+		in.owner.Load().forget(in.plugin, in)
 		in.close(context.Background())
 		freed += n
 		h.stats.reclaimed.Add(1)

@@ -158,7 +158,8 @@ func (s *Session) instance(ctx context.Context, p *Plugin) (*instance, error) {
 		s.quotas[p] = q
 	}
 	in.mu.Lock() // no call runs on it yet; the lock publishes the fields
-	in.quota, in.owner = q, s
+	in.quota = q
+	in.owner.Store(s)
 	in.lastUsed.Store(time.Now().UnixNano())
 	in.mu.Unlock()
 	s.insts[p] = in
