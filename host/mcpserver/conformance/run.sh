@@ -56,8 +56,22 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The catalog: the bundled plugins and the fixture plugin (fixtures/: the
+# suite's fixture tools as a WebAssembly plugin, pinned and granted its
+# artifacts here), so the tools scenarios run through a real plugin. The
+# suite calls the fixture tools by name, without tool_search:
+# agent.auto_discover lets such a call discover its tool.
+plugins=$work/plugins
+mkdir -p "$plugins"
+cp -R plugin-manifests/. "$plugins/"
+GOOS=wasip1 GOARCH=wasm ${GO:-go} build -trimpath -buildvcs=false -buildmode=c-shared -o "$plugins/conformance.wasm" ./host/mcpserver/conformance/fixtures
+cp host/mcpserver/conformance/fixtures/conformance.json "$plugins/"
+"$bin" plugins pin "$plugins/conformance.json" >/dev/null
+sed -i 's|"plugins": {|"plugins": {\n    "conformance": {"artifacts": "default"},|' "$plugins/_grants.json"
+printf 'agent:\n  auto_discover: true\n' >"$work/toolshed.yaml"
+
 # A data directory of its own: the demo database and artifacts go there.
-XDG_DATA_HOME=$work/data "$bin" serve --addr "127.0.0.1:$port" --plugins plugin-manifests --log-level warn >"$work/serve.log" 2>&1 &
+XDG_DATA_HOME=$work/data "$bin" serve --config "$work/toolshed.yaml" --addr "127.0.0.1:$port" --plugins "$plugins" --log-level warn >"$work/serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
@@ -67,6 +81,18 @@ done
 
 status=0
 "$node" "$suite" server --url "http://127.0.0.1:$port/mcp" --expected-failures host/mcpserver/conformance/baseline.yml -o "$out" || status=$?
+# A pass must come from the fixture plugin's answer, never from a missing
+# tool's error (which once passed tools-call-error and simple-text).
+if [ "$status" -eq 0 ]; then
+	for want in "tools-call-simple-text|This is a simple text response" "tools-call-error|intentionally returns an error" \
+		"tools-call-image|image/png" "tools-call-embedded-resource|toolshed://artifacts/"; do
+		scenario=${want%%|*} text=${want#*|}
+		if ! grep -qsF "$text" "$out"/server-"$scenario"-*/checks.json; then
+			echo "conformance: $scenario passed without the fixture plugin's answer ($text)" >&2
+			status=1
+		fi
+	done
+fi
 if [ "$status" -ne 0 ]; then
 	echo "conformance: the server's log:" >&2
 	cat "$work/serve.log" >&2
