@@ -43,6 +43,9 @@ var serverFunctions = []string{
 var privilegedRoles = []string{
 	"pg_read_server_files", "pg_write_server_files", "pg_execute_server_program", "pg_signal_backend",
 	"pg_write_all_data", "pg_checkpoint",
+	// pg_read_all_stats (and pg_monitor, which holds it) shows every
+	// backend's query text, other applications' included.
+	"pg_read_all_stats", "pg_monitor",
 }
 
 func openPostgres(d Database, opts Options) (*postgresDB, error) {

@@ -183,6 +183,14 @@ func TestPgStatActivityHidden(t *testing.T) {
 	if seen := readActivity(t, l); !strings.Contains(seen, "victim-card-4111111111111111") {
 		t.Fatalf("control: with track_activities on, b should see a's query; saw:\n%s", seen)
 	}
+	// A role that reads every backend's text whatever the setting.
+	if _, err := admin.Exec(`CREATE ROLE stats LOGIN IN ROLE pg_read_all_stats; ALTER ROLE stats SET track_activities = off`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open([]Database{{Name: "pg", Driver: "postgres", DSN: strings.Replace(dsn, "user=toolshed", "user=stats", 1)}}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "member of pg_read_all_stats") {
+		t.Fatalf("a member of pg_read_all_stats: %v", err)
+	}
 	// A plugin cannot turn it back on.
 	_, err = s.QueryTenantSQL(context.Background(), "b", "pg", abi.SQLRequest{SQL: "SELECT set_config('track_activities', 'on', false)"})
 	if err == nil || !strings.Contains(err.Error(), "permission denied") {
