@@ -56,11 +56,11 @@ async function kept(from, what) {
   check(without === 1, `${what}: ${without} upstream requests without the discovered slugify (tool lists ${JSON.stringify(all.map((n) => n.length))}); the follow-up lost it`);
 }
 
-async function flow(framework, step, fn) {
+async function flow(framework, step, fn, keeps = true) {
   const from = (await upstream()).length;
   try {
     await fn();
-    await kept(from, 'follow-up');
+    if (keeps) await kept(from, 'follow-up');
     passed++;
     console.log(`ok   ${framework}: ${step}`);
   } catch (e) {
@@ -252,6 +252,37 @@ if (agents) {
     check(answered(r.finalOutput), `final output ${JSON.stringify(r.finalOutput)}`);
     check(runs === 1, `the tool ran ${runs} times, want once`);
   });
+}
+
+// --- retries never multiply: the openai package (2 retries of its own)
+// against a persistent upstream fault; the server retries twice
+// (model.retries: 2 in run.sh), so one SDK call is 3 upstream calls, 9 if
+// the SDK retried what the server had. ---
+const serverRetries = 2;
+async function faults() {
+  const r = await fetch(debug.replace(/\/v1$/, '') + '/debug/faults');
+  return (await r.json()) ?? {};
+}
+const retrying = new OpenAI({ baseURL: base, apiKey, maxRetries: 2 });
+for (const status of [429, 500, 503, 409]) {
+  for (const [api, call] of [
+    ['chat.completions.create', (m) => retrying.chat.completions.create({ model: m, messages: [{ role: 'user', content: 'hi' }] })],
+    ['responses.create', (m) => retrying.responses.create({ model: m, input: 'hi' })],
+  ]) {
+    await flow('openai', `${api} against a persistent upstream ${status}: one SDK attempt`, async () => {
+      const m = `fault-${status}`;
+      const before = (await faults())[m] ?? 0;
+      let err = null;
+      try {
+        await call(m);
+      } catch (e) {
+        err = e;
+      }
+      check(err, 'the fault was answered with success');
+      const n = ((await faults())[m] ?? 0) - before;
+      check(n === serverRetries + 1, `${n} upstream calls for one SDK call (HTTP ${err.status}), want ${serverRetries + 1}: the SDK retried what the server had`);
+    }, false);
+  }
 }
 
 for (const f of failed) console.log(`FAIL ${f}`);

@@ -90,7 +90,7 @@ cat >"$work/toolshed.yaml" <<YAML
 model:
   base_url: $model_url
   name: scripted
-  retries: 0
+  retries: 2
 search:
   mode: keyword
 server:
