@@ -7,13 +7,13 @@ import (
 
 // CandidateDepth is how many keyword hits lead a candidate list (a list
 // is cut at its token budget long before, on a large catalog).
-const CandidateDepth = 100
+const CandidateDepth = 400
 
 // Candidates lists tools for a language model to choose from, drawn from
 // the whole index: first the query's keyword hits (up to CandidateDepth,
-// by score, no cut and no diversified top), then every other tool, taking one tool from each
-// plugin in turn (plugins by name, tools in index order), so that a list
-// cut short still shows every group. take is called with each name in
+// by score, no cut and no diversified top), then every other tool, taking
+// one tool from each plugin in turn (plugins by name, tools in index
+// order), so that a list cut short still shows every group. take is called with each name in
 // that order and returns false to stop (when a token budget is spent);
 // a query that keyword search cannot match still gets a list. The order is
 // deterministic.
