@@ -138,7 +138,9 @@ func (rr *responsesRequest) chatRequest(prior []openai.ChatCompletionMessage) (o
 		req.Messages = append(req.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: instructions})
 	}
 	req.Messages = append(req.Messages, convo...)
-	req.Model, req.User, req.Metadata = rr.Model, rr.User, rr.Metadata
+	// metadata is echoed in the response, not sent upstream (OpenAI's chat
+	// completions take it only with store).
+	req.Model, req.User = rr.Model, rr.User
 	if rr.Temperature != nil {
 		req.Temperature = *rr.Temperature
 	}
@@ -146,7 +148,9 @@ func (rr *responsesRequest) chatRequest(prior []openai.ChatCompletionMessage) (o
 		req.TopP = *rr.TopP
 	}
 	req.MaxTokens = rr.MaxOutputTokens
-	req.ParallelToolCalls = rr.ParallelToolCalls
+	if rr.ParallelToolCalls != nil {
+		req.ParallelToolCalls = *rr.ParallelToolCalls // a nil *bool would go upstream as null
+	}
 	if rr.Reasoning != nil {
 		req.ReasoningEffort = rr.Reasoning.Effort
 	}

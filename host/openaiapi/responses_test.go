@@ -52,10 +52,11 @@ func responsesServer(t *testing.T, keep int) (string, *scripted.Model) {
 }
 
 type response struct {
-	ID     string `json:"id"`
-	Object string `json:"object"`
-	Status string `json:"status"`
-	Output []struct {
+	ID       string            `json:"id"`
+	Metadata map[string]string `json:"metadata"`
+	Object   string            `json:"object"`
+	Status   string            `json:"status"`
+	Output   []struct {
 		Type    string `json:"type"`
 		ID      string `json:"id"`
 		Role    string `json:"role"`
@@ -120,12 +121,15 @@ var locationTool = map[string]any{"type": "function", "name": "get_location", "d
 func TestResponsesPlain(t *testing.T) {
 	url, model := responsesServer(t, 0)
 	status, r, _ := postResponses(t, url, "k", map[string]any{"model": "scripted", "instructions": "Be brief.",
-		"input": `use slugify with {"text":"A_B"} to url-slug`})
+		"input": `use slugify with {"text":"A_B"} to url-slug`, "metadata": map[string]string{"ticket": "T-1"}})
 	if status != 200 || r.Object != "response" || r.Status != "completed" || !strings.HasPrefix(r.ID, "resp_") || r.text() != "answer: a-b" {
 		t.Fatalf("%d %+v", status, r)
 	}
-	if r.Usage == nil || r.Usage.InputTokens == 0 || r.Usage.TotalTokens != r.Usage.InputTokens+r.Usage.OutputTokens || r.Store {
+	if r.Usage == nil || r.Usage.InputTokens == 0 || r.Usage.TotalTokens != r.Usage.InputTokens+r.Usage.OutputTokens || r.Store || r.Metadata["ticket"] != "T-1" {
 		t.Fatalf("usage %+v store %v", r.Usage, r.Store)
+	}
+	if body := string(model.Bodies()[0]); strings.Contains(body, "parallel_tool_calls") || strings.Contains(body, "metadata") {
+		t.Fatalf("upstream got fields the request did not set for it: %s", body)
 	}
 	first := model.Requests()[0]
 	if first.Messages[1].Role != "system" || first.Messages[1].Content != "Be brief." || first.Messages[2].Role != "user" {
