@@ -55,7 +55,7 @@ func Pad(own, pool []manifest.Tool, n int, shape Shape) []manifest.Tool {
 	sort.SliceStable(others, func(i, j int) bool { return nameHash(others[i].Name) < nameHash(others[j].Name) })
 	for _, t := range others {
 		if len(out) == n {
-			return out
+			break
 		}
 		if k := names.Fold(t.Name); !seen[k] {
 			seen[k] = true

@@ -84,6 +84,15 @@ func TestPad(t *testing.T) {
 			t.Errorf("%s: not deterministic", shape)
 		}
 	}
+	// Padded with real tools alone (no distractor needed), the own tools
+	// are spread through the catalog too.
+	var many []manifest.Tool
+	for i := 0; i < 50; i++ {
+		many = append(many, manifest.Tool{Name: fmt.Sprintf("tool%02d", i)})
+	}
+	if got := Pad(own, many, 30, Recombined); len(got) != 30 || (got[0].Name == own[0].Name && got[1].Name == own[1].Name) {
+		t.Errorf("padded with real tools: %d tools, first %q %q", len(got), got[0].Name, got[1].Name)
+	}
 	if got := Pad(own, pool, 1, Recombined); len(got) != 2 {
 		t.Errorf("n under the own set: %d tools, want the 2 own", len(got))
 	}
