@@ -26,7 +26,7 @@ type Metrics struct {
 
 	httpRequests *prometheus.CounterVec   // endpoint, code
 	httpDuration *prometheus.HistogramVec // endpoint
-	sessions     *prometheus.CounterVec   // front: chat, mcp
+	sessions     *prometheus.CounterVec   // front: chat, responses, mcp
 	active       *prometheus.GaugeVec     // front
 	rounds       prometheus.Counter
 	searches     *prometheus.CounterVec   // mode, path
@@ -66,7 +66,7 @@ func New(opts Options) *Metrics {
 	m.httpDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolshed_http_request_duration_seconds",
 		Help: "HTTP request latency by endpoint.", Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14)}, []string{"endpoint"})
 	m.sessions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolshed_sessions_total",
-		Help: "Sessions started: chat (one per chat completion request) and mcp (one per MCP client session)."}, []string{"front"})
+		Help: "Sessions started: chat (one per chat completion request), responses (one per Responses API request) and mcp (one per MCP client session)."}, []string{"front"})
 	m.active = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "toolshed_sessions_active",
 		Help: "Sessions in progress."}, []string{"front"})
 	m.rounds = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolshed_model_rounds_total", Help: "Model rounds of the agent loop."})
@@ -148,7 +148,7 @@ func (m *Metrics) ObserveHTTP(endpoint string, code int, took time.Duration) {
 	m.httpDuration.WithLabelValues(endpoint).Observe(took.Seconds())
 }
 
-// SessionStarted counts a session of a front end ("chat", "mcp") and
+// SessionStarted counts a session of a front end ("chat", "responses", "mcp") and
 // returns the function that ends it.
 func (m *Metrics) SessionStarted(front string) func() {
 	if m == nil {
