@@ -218,3 +218,25 @@ func TestMemoryBudgetHammer(t *testing.T) {
 		t.Fatalf("after every session and the host closed: %+v", st)
 	}
 }
+
+// TestMemoryBudgetBeforeSnapshot: a Go plugin whose first instance (the
+// snapshot's capture) finds no room is refused naming the budget, and
+// is snapshotted once there is room: the refusal does not turn its
+// snapshots off for good.
+func TestMemoryBudgetBeforeSnapshot(t *testing.T) {
+	snap := writePlugins(t, spec{name: "grow", module: wasmbuild.WAT(t, []byte(growWAT)), tools: []string{"grow"}},
+		spec{name: "hostile", module: module(t, "hostile"), tools: hostileTools})
+	h, _ := newHost(t, &wasm.Options{MemoryBudget: 49 << 20, PoolSize: -1, ReclaimIdle: -1})
+	hog, s := h.NewSession(), h.NewSession()
+	defer s.Close(context.Background())
+	grows(t, hog, snap, 3) // 48 MiB and a page: under 1 MiB left
+	_, err := call(t, s, snap, "ok", `{}`)
+	refusedByBudget(t, err, false)
+	hog.Close(context.Background())
+	if res, err := call(t, s, snap, "ok", `{}`); err != nil || res.IsError {
+		t.Fatalf("with room again: %v %+v", err, res)
+	}
+	if st := h.Stats(); snapshotsOn() && (st.Snapshots != 1 || st.SnapshotFailures != 0) {
+		t.Fatalf("snapshots %d, failures %d: the refusal turned them off", st.Snapshots, st.SnapshotFailures)
+	}
+}

@@ -108,6 +108,9 @@ func (p *Plugin) snapshotFor(ctx context.Context) (*snapshot, error) {
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, ctx.Err()) // the caller gave up: try again later
 	}
+	if errors.Is(err, ErrMemoryBudget) {
+		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, err) // no room now: capture later
+	}
 	p.snapPending.Store(false)
 	var ie *initError
 	switch {
@@ -152,11 +155,14 @@ func (p *Plugin) capture(ctx context.Context) (*snapshot, error) {
 	acct := p.host.budget.newAccount(true)
 	if err := acct.reserve(p.minMemory); err != nil {
 		release()
-		return nil, &initError{err}
+		return nil, err // the budget: try again later
 	}
 	defer acct.free()
 	mod, err := p.fresh(ictx, p.moduleConfig(in), log, gate, acct)
 	release()
+	if refused := acct.takeRefusal(); err != nil && refused != nil {
+		return nil, refused // the budget, not the initialiser: try again later
+	}
 	if err != nil {
 		return nil, &initError{describe(ictx, err)}
 	}
