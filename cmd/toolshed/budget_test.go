@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/toolshed/toolshed/internal/procmem"
+	"github.com/toolshed/toolshed/internal/scripted"
 	"github.com/toolshed/toolshed/internal/wasmbuild"
 )
 
@@ -101,5 +103,35 @@ func TestServeMemoryBudget(t *testing.T) {
 	}
 	if peak, _ := procmem.Field(status, "VmHWM"); peak > idle+(1024+256)<<20 {
 		t.Errorf("peak RSS %d MiB is over idle %d MiB + 1,024 + 256 MiB", peak>>20, idle>>20)
+	}
+}
+
+// TestServeKeyMemoryShare: with two API keys, one key's session stops at
+// its share of the plugin memory budget (server.per_key.instance_memory_mb)
+// through serve's wiring (the request's key, its session's instances),
+// with a tool error the model reads; the other key still gets its own.
+func TestServeKeyMemoryShare(t *testing.T) {
+	const keyA, keyB = "key-a-0123456789abcdef", "key-b-0123456789abcdef"
+	e := newHostileEnv(t, "")
+	e.plugin("hog.json", "hog", wat(t, wasmbuild.GrowWAT(200)), map[string]int{"max_memory_mb": 512}, nil, "hog", "hogAgain")
+	s := startServe(t, &scripted.Model{}, map[string]string{"server.api_keys": keyA + "," + keyB, "plugins.dir": e.plugins,
+		"server.instance_memory_mb": "1024", "server.per_key.instance_memory_mb": "300", "limits.max_memory_mb": "512"})
+	ask := func(key, script string) string {
+		t.Helper()
+		resp, err := s.client(key).CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{Messages: user(script)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Choices[0].Message.Content
+	}
+	// Two calls in one session: 200 MiB, then 400 MiB, over A's 300.
+	if got := ask(keyA, "use hog with {} to hog then hogAgain with {}"); !strings.Contains(got, "this API key is at its share of the server's plugin memory budget") {
+		t.Fatalf("key A's second 200 MiB: %q", got)
+	}
+	if got := ask(keyB, "use hog with {} to hog"); got != "answer: ok" {
+		t.Fatalf("key B's 200 MiB: %q", got)
+	}
+	if st := s.server.runtime.MemoryStats(); st.PerTenant != 300<<20 || st.Budget != 1024<<20 {
+		t.Fatalf("serve's budget and share: %+v", st)
 	}
 }
