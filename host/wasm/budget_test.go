@@ -240,3 +240,23 @@ func TestMemoryBudgetBeforeSnapshot(t *testing.T) {
 		t.Fatalf("snapshots %d, failures %d: the refusal turned them off", st.Snapshots, st.SnapshotFailures)
 	}
 }
+
+// TestReclaimTenantOwn: a tenant at its share makes room from its own
+// idle sessions only; another tenant's idle instance is left alone.
+func TestReclaimTenantOwn(t *testing.T) {
+	snap := growPlugin(t)
+	h, _ := newHost(t, &wasm.Options{MemoryBudget: 256 << 20, TenantMemory: 40 << 20, PoolSize: -1, ReclaimIdle: 1})
+	a1, a2, b := h.NewTenantSession("a"), h.NewTenantSession("a"), h.NewTenantSession("b")
+	for _, s := range []*wasm.Session{a1, a2, b} {
+		defer s.Close(context.Background())
+	}
+	grows(t, b, snap, 2)  // b: 32 MiB, idle from now on
+	grows(t, a1, snap, 2) // a: 32 MiB, idle from now on
+	grows(t, a2, snap, 1) // a: 16 more, over its 40: a1's instance goes, not b's
+	if a1.Instances() != 0 || b.Instances() != 1 || h.Stats().Reclaimed != 1 {
+		t.Fatalf("a1 holds %d, b holds %d instances; %d reclaimed", a1.Instances(), b.Instances(), h.Stats().Reclaimed)
+	}
+	if st := h.MemoryStats(); st.ByTenant["a"] > 40<<20 || st.ByTenant["b"] < 32<<20 {
+		t.Fatalf("by tenant: %v", st.ByTenant)
+	}
+}
