@@ -408,7 +408,7 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 	rt = ag.runtime
 	mu.Unlock()
 	s := &server{cfg: cfg.Server, live: live, runtime: rt, agent: ag, log: log, stopping: make(chan struct{})}
-	s.metrics = metrics.New(metrics.Options{Runtime: rt, Catalog: live, Known: ag.host.HasTool, SQL: ag.op.sql})
+	s.metrics = metrics.New(metrics.Options{Runtime: rt, Catalog: live, Known: ag.host.HasTool, SQL: ag.op.sql, Artifacts: ag.artifacts})
 	s.openai = openaiapi.New(ag.host, &openaiapi.Options{Upstream: ag.client, NoModel: errNoModel.Error(),
 		RequestTimeout: cfg.Server.RequestTimeout, MaxConcurrent: cfg.Server.MaxConcurrent,
 		Metrics: s.metrics, Logger: log, RequestID: requestID,

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/toolshed/toolshed/host"
+	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/sqlcap"
 	"github.com/toolshed/toolshed/host/wasm"
@@ -50,6 +51,8 @@ type Options struct {
 	Catalog *catalog.Live
 	// SQL adds each API key's use of the databases' query slots.
 	SQL *sqlcap.Service
+	// Artifacts adds the bytes of artifacts kept, in all and by key.
+	Artifacts *artifact.Store
 	// Known tells real tool names from made-up ones, which are counted as
 	// "unknown" (a label per invented name would grow without bound). Nil:
 	// every name is its own label.
@@ -107,8 +110,8 @@ func New(opts Options) *Metrics {
 		stat("toolshed_plugin_snapshot_failures_total", "Plugin snapshots refused or dropped (capture or known-answer check failed; instances fresh).", func(s wasm.Stats) float64 { return float64(s.SnapshotFailures) })
 		stat("toolshed_plugin_restores_total", "Plugin instances restored from a snapshot (of the instantiations).", func(s wasm.Stats) float64 { return float64(s.Restores) })
 	}
-	if rt != nil || opts.SQL != nil {
-		f(newTenancy(rt, opts.SQL))
+	if rt != nil || opts.SQL != nil || opts.Artifacts != nil {
+		f(newTenancy(rt, opts.SQL, opts.Artifacts))
 	}
 	if live != nil {
 		f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "toolshed_catalog_reloads_total",

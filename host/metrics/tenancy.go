@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/sqlcap"
 	"github.com/toolshed/toolshed/host/wasm"
 )
@@ -15,14 +16,19 @@ import (
 // query slots by key. A key is labelled by the first 12 hex digits of its
 // tenant id (toolshed serve's is the sha256 of the key), never by the key.
 type tenancy struct {
-	rt  *wasm.Host
-	sql *sqlcap.Service
+	rt        *wasm.Host
+	sql       *sqlcap.Service
+	artifacts *artifact.Store
 
-	budget, used, share, refused, reclaimed, keyUsed, slots, slotShare *prometheus.Desc
+	budget, used, share, refused, reclaimed, keyUsed, slots, slotShare, files, keyFiles *prometheus.Desc
 }
 
-func newTenancy(rt *wasm.Host, sql *sqlcap.Service) *tenancy {
-	return &tenancy{rt: rt, sql: sql,
+func newTenancy(rt *wasm.Host, sql *sqlcap.Service, artifacts *artifact.Store) *tenancy {
+	return &tenancy{rt: rt, sql: sql, artifacts: artifacts,
+		files: prometheus.NewDesc("toolshed_artifacts_bytes",
+			"Bytes of the artifacts kept (artifacts.max_mb bounds them at every write).", nil, nil),
+		keyFiles: prometheus.NewDesc("toolshed_artifacts_key_bytes",
+			"Bytes of the artifacts one API key's sessions stored (key \"earlier\": found from before a restart).", []string{"key"}, nil),
 		budget: prometheus.NewDesc("toolshed_plugin_memory_budget_bytes",
 			"The plugin memory budget: linear memory of all plugin instances together (server.instance_memory_mb; 0: none).", nil, nil),
 		used: prometheus.NewDesc("toolshed_plugin_memory_bytes",
@@ -43,7 +49,7 @@ func newTenancy(rt *wasm.Host, sql *sqlcap.Service) *tenancy {
 }
 
 func (c *tenancy) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.budget, c.used, c.share, c.refused, c.reclaimed, c.keyUsed, c.slots, c.slotShare} {
+	for _, d := range []*prometheus.Desc{c.budget, c.used, c.share, c.refused, c.reclaimed, c.keyUsed, c.slots, c.slotShare, c.files, c.keyFiles} {
 		ch <- d
 	}
 }
@@ -58,6 +64,13 @@ func (c *tenancy) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.reclaimed, prometheus.CounterValue, float64(c.rt.Stats().Reclaimed))
 		for _, t := range slices.Sorted(maps.Keys(st.ByTenant)) {
 			ch <- prometheus.MustNewConstMetric(c.keyUsed, prometheus.GaugeValue, float64(st.ByTenant[t]), keyLabel(t))
+		}
+	}
+	if c.artifacts != nil {
+		total, by := c.artifacts.Usage()
+		ch <- prometheus.MustNewConstMetric(c.files, prometheus.GaugeValue, float64(total))
+		for _, t := range slices.Sorted(maps.Keys(by)) {
+			ch <- prometheus.MustNewConstMetric(c.keyFiles, prometheus.GaugeValue, float64(by[t]), keyLabel(t))
 		}
 	}
 	if c.sql != nil {

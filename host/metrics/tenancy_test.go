@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/sqlcap"
 	"github.com/toolshed/toolshed/host/wasm"
 	"github.com/toolshed/toolshed/sdk/abi"
@@ -38,7 +39,11 @@ func TestTenancySeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	m := New(Options{Runtime: rt, SQL: svc})
+	store := artifact.New(artifact.Options{})
+	if _, err := store.PutFor("fedcba9876543210fedc", t.TempDir(), "chart.svg", "image/svg+xml", []byte("<svg/>")); err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{Runtime: rt, SQL: svc, Artifacts: store})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -63,6 +68,8 @@ func TestTenancySeries(t *testing.T) {
 		"toolshed_plugin_memory_refusals_total 0",
 		"toolshed_plugin_instances_reclaimed_total 0",
 		"toolshed_sql_key_slots_share 2",
+		"toolshed_artifacts_bytes 6",
+		`toolshed_artifacts_key_bytes{key="fedcba987654"} 6`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("no %s in\n%s", want, body)
