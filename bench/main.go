@@ -162,7 +162,7 @@ func run(o options, out io.Writer) error {
 	// 1. Search quality and speed.
 	if o.runs("search") {
 		for _, d := range data {
-			qs := d.Queries
+			qs := evalrun.Split(d.Queries, evalrun.Test) // figures are reported on test halves (docs/SEARCH.md)
 			if o.quick {
 				qs = sample(qs, 100)
 			}

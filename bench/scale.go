@@ -46,7 +46,7 @@ type scaleRow struct {
 // nil and the size holds its tools, on its requests over its own padded
 // catalog.
 func scaleSearch(seal, natural *dataset, sizes []int, queries int, engines []engineSpec, log func(string)) ([]scaleRow, error) {
-	qs := sample(seal.Queries, queries)
+	qs := sample(evalrun.Split(seal.Queries, evalrun.Test), queries)
 	var nqs []query
 	if natural != nil {
 		nqs = sample(evalrun.Split(natural.Queries, evalrun.Test), queries)
