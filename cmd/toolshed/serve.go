@@ -415,7 +415,7 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 		Artifacts: ag.artifacts, ArtifactURL: artifactURL, InlineBytes: int64(cfg.Artifacts.InlineKB) << 10, Tenant: s.tenant,
 		KeepResponses: cfg.Server.Responses.Keep, KeepFor: cfg.Server.Responses.KeepFor})
 	m := cfg.Server.MCP
-	s.mcp = mcpserver.New(ag.host, &mcpserver.Options{Logger: log, Metrics: s.metrics, MaxSessions: m.MaxSessions,
+	s.mcp = mcpserver.New(ag.host, &mcpserver.Options{Logger: log, Metrics: s.metrics, MaxSessions: m.MaxSessions, MaxSessionsPerTenant: keySessions(cfg.Server),
 		InitTimeout: m.InitTimeout, IdleTimeout: m.IdleTimeout, EvictAfter: evictAfter(m.EvictAfter), MaxBodyBytes: cfg.Server.MaxBodyBytes, Version: version,
 		Artifacts: ag.artifacts, InlineBytes: inlineBytes(cfg.Artifacts.InlineKB), Dispatcher: m.Dispatcher, Tenant: s.tenant}).Handler()
 	if s.sync, err = newRegistrySync(cfg, live, s.metrics, log); err != nil {
@@ -426,6 +426,16 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 }
 
 func (s *server) close() { s.agent.close() }
+
+// keySessions is server.per_key.mcp_sessions as mcpserver takes it: 0
+// there is half of server.mcp.max_sessions (at least 1) when more than
+// one API key is configured, else no share.
+func keySessions(s config.Server) int {
+	if n := s.PerKey.MCPSessions; n > 0 || len(s.APIKeys) < 2 {
+		return n
+	}
+	return max(s.MCP.MaxSessions/2, 1)
+}
 
 // evictAfter is server.mcp.evict_after as mcpserver takes it (0 there is
 // its default; never is negative).

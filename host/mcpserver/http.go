@@ -241,41 +241,34 @@ func idString(id jsonrpc.ID) string {
 }
 
 // initialize admits a new session, or refuses it when MaxSessions are
-// alive. The slot is held from here until the session closes.
+// alive or its tenant holds its share (MaxSessionsPerTenant). The slot is
+// held from here until the session closes.
 func (s *Server) initialize(h http.Handler, w http.ResponseWriter, r *http.Request, id jsonrpc.ID) {
-	s.mu.Lock()
-	if s.admitted >= s.opts.MaxSessions {
-		victim := s.idlest()
-		s.mu.Unlock()
-		if victim != nil {
-			victim.setReason("evicted")
-			victim.ended() // its slot is this one's now
-			s.opts.Logger.Info("mcp session evicted for a new one", "session", victim.id(), "idle", time.Since(victim.seen()).Round(time.Second))
-			victim.mu.Lock()
-			ss := victim.ss
-			victim.mu.Unlock()
-			ss.Close()
-		}
-		s.mu.Lock()
-	}
-	if s.admitted >= s.opts.MaxSessions {
-		s.mu.Unlock()
-		s.opts.Metrics.MCPRefused()
+	tenant := s.opts.Tenant(r)
+	if ok, atShare := s.admit(tenant); !ok {
 		w.Header().Set("Retry-After", "5")
+		if atShare {
+			s.opts.Metrics.MCPKeyRefused()
+			writeRPCError(w, http.StatusTooManyRequests, id, -32000,
+				fmt.Sprintf("this API key has %d MCP sessions open, its share (server.per_key.mcp_sessions); "+
+					"close sessions it no longer uses (HTTP DELETE), or try again later", s.opts.MaxSessionsPerTenant))
+			return
+		}
+		s.opts.Metrics.MCPRefused()
 		writeRPCError(w, http.StatusServiceUnavailable, id, -32000,
 			fmt.Sprintf("too many MCP sessions (%d alive, the limit: server.mcp.max_sessions); try again later", s.opts.MaxSessions))
 		return
 	}
-	s.admitted++
-	s.mu.Unlock()
 	endGauge := s.opts.Metrics.SessionStarted("mcp")
-	ms := s.newSession(func() { // once (newSession)
+	ms := s.newSession(tenant, func() { // once (newSession)
 		endGauge()
 		s.mu.Lock()
 		s.admitted--
+		if s.byTenant[tenant]--; s.byTenant[tenant] <= 0 {
+			delete(s.byTenant, tenant)
+		}
 		s.mu.Unlock()
 	})
-	ms.tenant = s.opts.Tenant(r) // before the session is known by id
 	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, ms)))
 
 	ms.mu.Lock()
@@ -313,9 +306,44 @@ func (s *Server) initialize(h http.Handler, w http.ResponseWriter, r *http.Reque
 	}()
 }
 
+// admit takes a slot for a session of tenant: one of MaxSessions and one
+// of the tenant's share. When either is full, the session idle longest
+// that may be evicted (EvictAfter) is closed to make room, once: the
+// tenant's own when its share is full, else any. atShare: the refusal is
+// the tenant's share's.
+func (s *Server) admit(tenant string) (ok, atShare bool) {
+	for try := 0; ; try++ {
+		s.mu.Lock()
+		share := s.opts.MaxSessionsPerTenant
+		atShare = share > 0 && s.byTenant[tenant] >= share
+		if !atShare && s.admitted < s.opts.MaxSessions {
+			s.admitted++
+			s.byTenant[tenant]++
+			s.mu.Unlock()
+			return true, false
+		}
+		var victim *session
+		if try == 0 {
+			victim = s.idlest(tenant, atShare)
+		}
+		s.mu.Unlock()
+		if victim == nil {
+			return false, atShare
+		}
+		victim.setReason("evicted")
+		victim.ended() // its slots are this one's now
+		s.opts.Logger.Info("mcp session evicted for a new one", "session", victim.id(), "idle", time.Since(victim.seen()).Round(time.Second))
+		victim.mu.Lock()
+		ss := victim.ss
+		victim.mu.Unlock()
+		ss.Close()
+	}
+}
+
 // idlest is the live session idle longest, with no request in progress
-// for at least EvictAfter; nil when there is none. Called under s.mu.
-func (s *Server) idlest() *session {
+// for at least EvictAfter (of tenant alone when own); nil when there is
+// none. Called under s.mu.
+func (s *Server) idlest(tenant string, own bool) *session {
 	if s.opts.EvictAfter < 0 {
 		return nil
 	}
@@ -323,6 +351,9 @@ func (s *Server) idlest() *session {
 	var bestSeen time.Time
 	bestID := ""
 	for sid, ms := range s.live {
+		if own && ms.tenant != tenant {
+			continue
+		}
 		ms.mu.Lock()
 		seen, busy := ms.lastSeen, ms.inProgress > 0 || ms.ss == nil
 		ms.mu.Unlock()

@@ -44,6 +44,13 @@ type Options struct {
 	// their initialize request; initialize beyond it is refused with a
 	// JSON-RPC error (HTTP 503). Default 256.
 	MaxSessions int
+	// MaxSessionsPerTenant bounds the HTTP sessions of one tenant
+	// (Options.Tenant) alive at once, so that one API key cannot hold
+	// every slot of MaxSessions: its next initialize closes its own
+	// session idle longest (as EvictAfter says), else is refused with a
+	// JSON-RPC error (HTTP 429) while other tenants still get in. 0: no
+	// share, MaxSessions alone.
+	MaxSessionsPerTenant int
 	// InitTimeout drops an HTTP session whose client answered initialize
 	// but sent no notifications/initialized within it. Default 10 seconds.
 	InitTimeout time.Duration
@@ -91,13 +98,14 @@ type Server struct {
 
 	mu       sync.Mutex
 	admitted int                    // HTTP sessions from initialize to close
+	byTenant map[string]int         // of admitted, each tenant's (none at 0)
 	inflight map[inflightKey]func() // cancels of the POSTs of calls in progress
 	live     map[string]*session    // initialized HTTP sessions by id
 }
 
 // New returns the MCP front end of h.
 func New(h *host.Host, opts *Options) *Server {
-	s := &Server{host: h, inflight: map[inflightKey]func(){}, live: map[string]*session{}}
+	s := &Server{host: h, inflight: map[inflightKey]func(){}, live: map[string]*session{}, byTenant: map[string]int{}}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -108,6 +116,7 @@ func New(h *host.Host, opts *Options) *Server {
 	if s.opts.MaxSessions <= 0 {
 		s.opts.MaxSessions = 256
 	}
+	s.opts.MaxSessionsPerTenant = max(s.opts.MaxSessionsPerTenant, 0)
 	if s.opts.InitTimeout <= 0 {
 		s.opts.InitTimeout = 10 * time.Second
 	}
@@ -165,10 +174,13 @@ type session struct {
 	inProgress  int       // its HTTP requests in progress (a GET stream too)
 }
 
-// newSession is the MCP server of one new client session; ended runs
-// once when it closes.
-func (s *Server) newSession(ended func()) *session {
-	ms := &session{front: s, hs: s.host.NewSession(), registered: map[string]bool{}, ended: sync.OnceFunc(ended), reason: "ended",
+// newSession is the MCP server of one new client session of tenant
+// (Options.Tenant of its initialize; "" over stdio); ended runs once when
+// it closes. Its host session runs for the tenant: its plugin instances
+// and database queries count against that key's shares, as a chat
+// request's do.
+func (s *Server) newSession(tenant string, ended func()) *session {
+	ms := &session{front: s, hs: s.host.Tenant(tenant).NewSession(), tenant: tenant, registered: map[string]bool{}, ended: sync.OnceFunc(ended), reason: "ended",
 		lastSeen: time.Now()}
 	ms.srv = mcp.NewServer(s.implementation(), &mcp.ServerOptions{
 		Instructions: host.DefaultSystemPrompt,

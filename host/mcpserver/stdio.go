@@ -24,7 +24,7 @@ import (
 // (notifications/cancelled) gets no response.
 func (s *Server) RunStdio(ctx context.Context, r io.Reader, w io.Writer) error {
 	end := s.opts.Metrics.SessionStarted("mcp")
-	ms := s.newSession(end)
+	ms := s.newSession("", end) // one client, one tenant
 	defer ms.close()
 	err := ms.srv.Run(ctx, &stdioTransport{r: r, w: w, max: s.opts.MaxBodyBytes})
 	if err != nil && (errors.Is(err, io.EOF) || ctx.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed)) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolshed/toolshed/host/mcpserver"
 )
@@ -101,5 +102,101 @@ func TestSessionBoundToKey(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "session") {
 		t.Fatalf("nothing about sessions was logged (the check above proves nothing):\n%s", logs.String())
+	}
+}
+
+// TestSessionShareOfKey: one key cannot hold every session slot. With
+// MaxSessions 4 and a share of 2, key A's third initialize is refused
+// (HTTP 429, a JSON-RPC error naming the share) while key B still gets
+// its two; once A closes a session, A gets in again. Nothing is evicted
+// here (EvictAfter < 0).
+func TestSessionShareOfKey(t *testing.T) {
+	h := testHost(t, nil, "textkit")
+	s, url := serveMCP(t, h, &mcpserver.Options{MaxSessions: 4, MaxSessionsPerTenant: 2, EvictAfter: -1,
+		Tenant: func(r *http.Request) string { return r.Header.Get("Authorization") }})
+	open := func(key string) (int, string, []rpcMsg) {
+		t.Helper()
+		resp, msgs := keyed(t, "POST", url, key, "", initBody)
+		sid := resp.Header.Get("Mcp-Session-Id")
+		if resp.StatusCode == 200 {
+			keyed(t, "POST", url, key, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		}
+		return resp.StatusCode, sid, msgs
+	}
+	var a []string
+	for range 2 {
+		code, sid, msgs := open("key-a")
+		if code != 200 || sid == "" {
+			t.Fatalf("key A's session within its share: %d %+v", code, msgs)
+		}
+		a = append(a, sid)
+	}
+	code, _, msgs := open("key-a")
+	if code != http.StatusTooManyRequests || len(msgs) != 1 || msgs[0].Error == nil || !strings.Contains(msgs[0].Error.Message, "server.per_key.mcp_sessions") {
+		t.Fatalf("key A's third session: %d %+v, want 429 naming the share", code, msgs)
+	}
+	for i := range 2 {
+		if code, _, msgs := open("key-b"); code != 200 {
+			t.Fatalf("key B's session %d while A is at its share: %d %+v", i, code, msgs)
+		}
+	}
+	if n := s.Sessions(); n != 4 {
+		t.Fatalf("%d sessions admitted, want 4 (the refused one holds no slot)", n)
+	}
+	// A's sessions are untouched by the refusal; closing one frees A's slot.
+	if _, msgs := keyed(t, "POST", url, "key-a", a[1], `{"jsonrpc":"2.0","id":2,"method":"ping"}`); len(msgs) != 1 || msgs[0].Error != nil {
+		t.Fatalf("key A's session after the refusal: %+v", msgs)
+	}
+	if resp, _ := keyed(t, "DELETE", url, "key-a", a[0], ""); resp.StatusCode/100 != 2 {
+		t.Fatalf("DELETE: %d", resp.StatusCode)
+	}
+	deadline := time.Now().Add(10 * time.Second) // the slot is freed when the SDK has closed the session
+	for {
+		code, _, msgs := open("key-a")
+		if code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("key A after closing a session: %d %+v", code, msgs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSessionShareEvictsOwn: a key at its share whose own sessions are
+// idle gets in by closing its own idlest session, never another key's
+// (B's sessions are idle longer, and the server has free slots).
+func TestSessionShareEvictsOwn(t *testing.T) {
+	h := testHost(t, nil, "textkit")
+	_, url := serveMCP(t, h, &mcpserver.Options{MaxSessions: 8, MaxSessionsPerTenant: 2, EvictAfter: time.Nanosecond,
+		Tenant: func(r *http.Request) string { return r.Header.Get("Authorization") }})
+	open := func(key string) string {
+		t.Helper()
+		resp, msgs := keyed(t, "POST", url, key, "", initBody)
+		sid := resp.Header.Get("Mcp-Session-Id")
+		if resp.StatusCode != 200 || sid == "" {
+			t.Fatalf("initialize with %s: %d %+v", key, resp.StatusCode, msgs)
+		}
+		keyed(t, "POST", url, key, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		return sid
+	}
+	b := []string{open("key-b"), open("key-b")}
+	a := []string{open("key-a"), open("key-a")}
+	time.Sleep(5 * time.Millisecond) // all idle past EvictAfter
+	open("key-a")
+	alive := func(key, sid string) bool {
+		resp, _ := keyed(t, "POST", url, key, sid, `{"jsonrpc":"2.0","id":9,"method":"ping"}`)
+		return resp.StatusCode == 200
+	}
+	if alive("key-a", a[0]) {
+		t.Error("key A's idlest session is still alive: A got past its share")
+	}
+	if !alive("key-a", a[1]) {
+		t.Error("key A's newer session was closed instead of its idlest")
+	}
+	for _, sid := range b {
+		if !alive("key-b", sid) {
+			t.Error("key B's session was closed to make room for key A")
+		}
 	}
 }

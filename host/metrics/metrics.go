@@ -38,6 +38,7 @@ type Metrics struct {
 	modelTokens  *prometheus.CounterVec   // prompt, completion
 	clientCalls  prometheus.Counter
 	mcpRefused   prometheus.Counter
+	mcpKeyRefuse prometheus.Counter
 	mcpClosed    *prometheus.CounterVec // reason
 	known        func(name string) bool
 }
@@ -89,10 +90,12 @@ func New(opts Options) *Metrics {
 		Help: "Calls to client-side tools returned to the client."})
 	m.mcpRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolshed_mcp_sessions_refused_total",
 		Help: "MCP initialize requests refused because server.mcp.max_sessions sessions were alive."})
+	m.mcpKeyRefuse = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolshed_mcp_sessions_key_refused_total",
+		Help: "MCP initialize requests refused because their API key held its share of sessions (server.per_key.mcp_sessions)."})
 	m.mcpClosed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolshed_mcp_sessions_closed_total",
 		Help: "MCP sessions ended, by reason: deleted (the client's DELETE), init_timeout (no notifications/initialized in time), failed (initialize failed), ended (idle timeout, shutdown, stdio end)."}, []string{"reason"})
 	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.sessions, m.active, m.rounds, m.searches,
-		m.fallbacks, m.toolCalls, m.pluginCall, m.toolTokens, m.modelTokens, m.clientCalls, m.mcpRefused, m.mcpClosed} {
+		m.fallbacks, m.toolCalls, m.pluginCall, m.toolTokens, m.modelTokens, m.clientCalls, m.mcpRefused, m.mcpKeyRefuse, m.mcpClosed} {
 		f(c)
 	}
 	if rt != nil {
@@ -217,6 +220,14 @@ func (m *Metrics) ObserveCall(c *host.ToolCallRecord) {
 func (m *Metrics) MCPRefused() {
 	if m != nil {
 		m.mcpRefused.Inc()
+	}
+}
+
+// MCPKeyRefused counts an MCP session refused because its API key held
+// its share of the sessions.
+func (m *Metrics) MCPKeyRefused() {
+	if m != nil {
+		m.mcpKeyRefuse.Inc()
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 func TestSeries(t *testing.T) {
 	var none *Metrics // a nil *Metrics records nothing and does not panic
 	none.MCPRefused()
+	none.MCPKeyRefused()
 	none.MCPClosed("ended")
 	none.SessionStarted("mcp")()
 	none.ObserveCall(&host.ToolCallRecord{Name: "x"})
@@ -19,6 +20,8 @@ func TestSeries(t *testing.T) {
 
 	m := New(Options{Known: func(name string) bool { return name == "slugify" }})
 	m.MCPRefused()
+	m.MCPKeyRefused()
+	m.MCPKeyRefused()
 	m.MCPClosed("evicted")
 	m.MCPClosed("evicted")
 	end := m.SessionStarted("mcp")
@@ -29,6 +32,7 @@ func TestSeries(t *testing.T) {
 	body, _ := io.ReadAll(rec.Body)
 	for _, want := range []string{
 		"toolshed_mcp_sessions_refused_total 1",
+		"toolshed_mcp_sessions_key_refused_total 2",
 		`toolshed_mcp_sessions_closed_total{reason="evicted"} 2`,
 		`toolshed_sessions_active{front="mcp"} 1`,
 		`toolshed_tool_calls_total{outcome="ok",plugin="textkit",tool="slugify"} 1`,

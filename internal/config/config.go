@@ -146,6 +146,10 @@ type PerKey struct {
 	// hold together; 0: half of the budget when more than one key is
 	// configured, else the whole budget.
 	InstanceMemoryMB int `koanf:"instance_memory_mb"`
+	// MCPSessions bounds the MCP sessions one key holds alive at once; 0:
+	// half of server.mcp.max_sessions when more than one key is
+	// configured, else no share.
+	MCPSessions int `koanf:"mcp_sessions"`
 }
 
 // MCP bounds the sessions of /mcp (streamable HTTP).
@@ -258,6 +262,7 @@ func Defaults() map[string]any {
 		"server.instance_memory_mb":         0,
 		"server.reclaim_idle":               "1m",
 		"server.per_key.instance_memory_mb": 0,
+		"server.per_key.mcp_sessions":       0,
 		"server.responses.keep":             0,
 		"server.responses.keep_for":         "1h",
 		"artifacts.max_age":                 "24h",
@@ -494,8 +499,9 @@ func (l *Loaded) check() error {
 		"limits.max_artifact_mb": float64(c.Limits.MaxArtifactMB), "limits.max_module_mb": float64(c.Limits.MaxModuleMB),
 		"limits.compile_timeout":    float64(c.Limits.CompileTimeout),
 		"server.instance_memory_mb": float64(c.Server.InstanceMemoryMB), "server.per_key.instance_memory_mb": float64(c.Server.PerKey.InstanceMemoryMB),
-		"server.reclaim_idle":   float64(c.Server.ReclaimIdle),
-		"server.responses.keep": float64(c.Server.Responses.Keep), "server.responses.keep_for": float64(c.Server.Responses.KeepFor),
+		"server.per_key.mcp_sessions": float64(c.Server.PerKey.MCPSessions),
+		"server.reclaim_idle":         float64(c.Server.ReclaimIdle),
+		"server.responses.keep":       float64(c.Server.Responses.Keep), "server.responses.keep_for": float64(c.Server.Responses.KeepFor),
 	}
 	for _, k := range slices.Sorted(maps.Keys(notNegative)) {
 		if notNegative[k] < 0 {
