@@ -314,8 +314,10 @@ func TestReloadCostBounded(t *testing.T) {
 			// outcome is asserted: the load ended (loadWithin's deadline is
 			// for a machine ten times slower), memory stayed bounded and the
 			// unchanged reload reused the snapshot (above).
-			if rss > 400<<20 {
-				t.Errorf("peak RSS %d MB", rss>>20)
+			// The race detector's shadow memory, and a collector that
+			// lags on a busy machine, double it there.
+			if limit := map[bool]uint64{false: 400 << 20, true: 800 << 20}[raceEnabled]; uint64(rss) > limit {
+				t.Errorf("peak RSS %d MB, over %d MB", rss>>20, limit>>20)
 			}
 		})
 	}
