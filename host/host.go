@@ -702,29 +702,18 @@ func (s *Session) Call(ctx context.Context, name, args string) (Result, *SearchR
 		return Result{Content: fmt.Sprintf("tool %q cannot run: this host has no plugin runtime", name), IsError: true}, nil
 	}
 	res, err := s.wasm.CallResult(ctx, tool, raw)
-	for retry := 0; retry < 2 && killedByAnother(ctx, err); retry++ {
+	for retry := 0; retry < 2 && errors.Is(err, wasm.ErrDiscarded) && ctx.Err() == nil; retry++ {
+		// Another call of this session (one the client cancelled, one that
+		// trapped) killed the instance while this call waited for it:
+		// nothing of this call ran, and the session's next instance is a
+		// fresh one. (A call whose context ended discards its instance as
+		// it returns, so wazero's close never lands in a later call.)
 		res, err = s.wasm.CallResult(ctx, tool, raw)
 	}
 	if err != nil {
 		return Result{Content: fmt.Sprintf("tool %q failed: %v", name, err), IsError: true}, nil
 	}
 	return Result{Content: res.Content, IsError: res.IsError, Structured: res.Structured, Artifacts: res.Artifacts}, nil
-}
-
-// killedByAnother reports whether a plugin call failed because another
-// call of the session killed the instance, not of its own doing: the
-// instance was discarded before this call ran in it (ErrDiscarded: one
-// call the client cancelled, or one that trapped), or it was closed under
-// this call by another call's cancellation (wazero closes a module when
-// the context of a call in it ends, which may land just after that call
-// returned, in the next call). The instance is gone either way; the
-// session's next one is fresh, and the call is run again there once or
-// twice. A call whose own context ended is never run again.
-func killedByAnother(ctx context.Context, err error) bool {
-	if err == nil || ctx.Err() != nil {
-		return false
-	}
-	return errors.Is(err, wasm.ErrDiscarded) || errors.Is(err, context.Canceled)
 }
 
 // toolTokens counts the tokens of tool definitions as sent.

@@ -483,6 +483,12 @@ func (p *Plugin) newInstanceFrom(ctx context.Context, s *snapshot, acct *memAcco
 		}
 		p.host.stats.restores.Add(1)
 	}
+	if err := ictx.Err(); err != nil {
+		// Ended while its code ran: wazero may still close it (see
+		// endedUnder), so it is not handed out.
+		mod.Close(ctx)
+		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, err)
+	}
 	p.mu.Lock()
 	p.byModule[mod] = in
 	p.mu.Unlock()
@@ -619,10 +625,34 @@ func (e *CallError) Unwrap() error { return e.Err }
 var ErrDiscarded = errors.New("instance was discarded after a failure")
 
 // invoke runs one call and returns its result and the artifacts it
-// stored. Any failure in the plugin kills the instance.
-func (in *instance) invoke(ctx context.Context, tool string, args json.RawMessage) (abi.Result, []artifact.Artifact, error) {
+// stored. Any failure in the plugin kills the instance, and so does a
+// call whose context ended before it returned, even with a result: see
+// endedUnder. dead reports that the instance must not be used again (the
+// caller closes it); it is true whenever err is not nil.
+func (in *instance) invoke(ctx context.Context, tool string, args json.RawMessage) (res abi.Result, saved []artifact.Artifact, dead bool, err error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	res, saved, err = in.run(ctx, tool, args)
+	return res, saved, in.dead || err != nil, err
+}
+
+// endedUnder marks the instance dead when ctx ended while code ran in
+// it. wazero (WithCloseOnContextDone) closes the module from a goroutine
+// that watches the call's context; once that goroutine has seen the
+// context end, the close comes even when the call returned first, and
+// may land in the middle of the instance's next call. Such an instance
+// is discarded as the call returns, so the next call of its session
+// always gets a fresh one. (A context that ends after the call returned
+// is harmless: wazero's watcher then stops without closing.) Called
+// with in.mu held.
+func (in *instance) endedUnder(ctx context.Context) {
+	if ctx.Err() != nil {
+		in.dead = true
+	}
+}
+
+// run is invoke's call, with in.mu held.
+func (in *instance) run(ctx context.Context, tool string, args json.RawMessage) (abi.Result, []artifact.Artifact, error) {
 	p := in.plugin
 	defer in.lastUsed.Store(time.Now().UnixNano())
 	fail := func(err error) (abi.Result, []artifact.Artifact, error) {
@@ -657,6 +687,7 @@ func (in *instance) invoke(ctx context.Context, tool string, args json.RawMessag
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
+	defer in.endedUnder(ctx) // before cancel: the timeout's end counts, not this function's own
 	in.quota.startCall()
 	in.acct.takeRefusal() // one left by a call that coped with it
 	in.saved = nil

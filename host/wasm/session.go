@@ -75,8 +75,10 @@ func (s *Session) CallResult(ctx context.Context, tool *catalog.Tool, args json.
 		return Result{}, err
 	}
 	defer p.refill() // after the call: see take
-	res, saved, err := in.invoke(ctx, tool.Name(), args)
-	if err != nil {
+	res, saved, dead, err := in.invoke(ctx, tool.Name(), args)
+	if dead {
+		// Failed, or its context ended under it (invoke): the session's
+		// next call gets a fresh instance.
 		s.mu.Lock()
 		if s.insts[p] == in {
 			delete(s.insts, p)
