@@ -200,3 +200,37 @@ func TestSessionShareEvictsOwn(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionShareConcurrent: twenty initializes of one key at once take
+// exactly its share of 3, the rest refused at the share (not at the
+// server's limit); the other key then still gets a session.
+func TestSessionShareConcurrent(t *testing.T) {
+	h := testHost(t, nil, "textkit")
+	s, url := serveMCP(t, h, &mcpserver.Options{MaxSessions: 8, MaxSessionsPerTenant: 3, EvictAfter: -1, InitTimeout: time.Hour,
+		Tenant: func(r *http.Request) string { return r.Header.Get("Authorization") }})
+	codes := make(chan int, 20)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, _ := keyed(t, "POST", url, "key-a", "", initBody)
+			codes <- resp.StatusCode
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	got := map[int]int{}
+	for c := range codes {
+		got[c]++
+	}
+	if got[200] != 3 || got[http.StatusTooManyRequests] != 17 {
+		t.Fatalf("twenty initializes of one key with a share of 3: %v, want 3 × 200 and 17 × 429", got)
+	}
+	if resp, msgs := keyed(t, "POST", url, "key-b", "", initBody); resp.StatusCode != 200 {
+		t.Fatalf("the other key: %d %+v", resp.StatusCode, msgs)
+	}
+	if n := s.Sessions(); n != 4 {
+		t.Fatalf("%d sessions admitted, want 4", n)
+	}
+}
