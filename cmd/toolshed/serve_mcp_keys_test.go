@@ -87,6 +87,12 @@ func TestServeMCPKeyShares(t *testing.T) {
 	}
 	metrics, _ := io.ReadAll(mresp.Body)
 	mresp.Body.Close()
+	for _, key := range []string{keyA, keyB} {
+		want := `toolshed_mcp_key_sessions{key="` + s.server.tenant(post(key, ""))[:12] + `"} 2`
+		if !strings.Contains(string(metrics), want) {
+			t.Fatalf("no %s in\n%s", want, metrics)
+		}
+	}
 	if !strings.Contains(string(metrics), "toolshed_mcp_sessions_key_refused_total 1") {
 		t.Fatalf("the refusal is not counted:\n%s", metrics)
 	}

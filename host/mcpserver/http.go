@@ -259,9 +259,10 @@ func (s *Server) initialize(h http.Handler, w http.ResponseWriter, r *http.Reque
 			fmt.Sprintf("too many MCP sessions (%d alive, the limit: server.mcp.max_sessions); try again later", s.opts.MaxSessions))
 		return
 	}
-	endGauge := s.opts.Metrics.SessionStarted("mcp")
+	endGauge, endKey := s.opts.Metrics.SessionStarted("mcp"), s.opts.Metrics.MCPKeySession(tenant)
 	ms := s.newSession(tenant, func() { // once (newSession)
 		endGauge()
+		endKey()
 		s.mu.Lock()
 		s.admitted--
 		if s.byTenant[tenant]--; s.byTenant[tenant] <= 0 {

@@ -7,6 +7,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,6 +40,9 @@ type Metrics struct {
 	clientCalls  prometheus.Counter
 	mcpRefused   prometheus.Counter
 	mcpKeyRefuse prometheus.Counter
+	mcpKeyLive   *prometheus.GaugeVec // key
+	mcpKeyMu     sync.Mutex
+	mcpKeyCount  map[string]int         // live MCP sessions by key label, for dropping a series at 0
 	mcpClosed    *prometheus.CounterVec // reason
 	known        func(name string) bool
 }
@@ -92,10 +96,13 @@ func New(opts Options) *Metrics {
 		Help: "MCP initialize requests refused because server.mcp.max_sessions sessions were alive."})
 	m.mcpKeyRefuse = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolshed_mcp_sessions_key_refused_total",
 		Help: "MCP initialize requests refused because their API key held its share of sessions (server.per_key.mcp_sessions)."})
+	m.mcpKeyLive = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "toolshed_mcp_key_sessions",
+		Help: "MCP sessions over HTTP one API key holds now (server.per_key.mcp_sessions bounds them)."}, []string{"key"})
+	m.mcpKeyCount = map[string]int{}
 	m.mcpClosed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolshed_mcp_sessions_closed_total",
 		Help: "MCP sessions ended, by reason: deleted (the client's DELETE), init_timeout (no notifications/initialized in time), failed (initialize failed), ended (idle timeout, shutdown, stdio end)."}, []string{"reason"})
 	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.sessions, m.active, m.rounds, m.searches,
-		m.fallbacks, m.toolCalls, m.pluginCall, m.toolTokens, m.modelTokens, m.clientCalls, m.mcpRefused, m.mcpKeyRefuse, m.mcpClosed} {
+		m.fallbacks, m.toolCalls, m.pluginCall, m.toolTokens, m.modelTokens, m.clientCalls, m.mcpRefused, m.mcpKeyRefuse, m.mcpKeyLive, m.mcpClosed} {
 		f(c)
 	}
 	if rt != nil {
@@ -229,6 +236,30 @@ func (m *Metrics) MCPKeyRefused() {
 	if m != nil {
 		m.mcpKeyRefuse.Inc()
 	}
+}
+
+// MCPKeySession counts an MCP session of an API key (its tenant id,
+// labelled as keyLabel says) and returns the function that ends it; a
+// key's series goes when its last session does.
+func (m *Metrics) MCPKeySession(tenant string) func() {
+	if m == nil {
+		return func() {}
+	}
+	key := keyLabel(tenant)
+	m.mcpKeyMu.Lock()
+	m.mcpKeyCount[key]++
+	m.mcpKeyLive.WithLabelValues(key).Set(float64(m.mcpKeyCount[key]))
+	m.mcpKeyMu.Unlock()
+	return sync.OnceFunc(func() {
+		m.mcpKeyMu.Lock()
+		defer m.mcpKeyMu.Unlock()
+		if m.mcpKeyCount[key]--; m.mcpKeyCount[key] <= 0 {
+			delete(m.mcpKeyCount, key)
+			m.mcpKeyLive.DeleteLabelValues(key)
+			return
+		}
+		m.mcpKeyLive.WithLabelValues(key).Set(float64(m.mcpKeyCount[key]))
+	})
 }
 
 // MCPClosed counts an MCP session that ended, and why.

@@ -49,3 +49,33 @@ func TestSeries(t *testing.T) {
 		t.Error("the session did not end")
 	}
 }
+
+// TestMCPKeySessions: the gauge of one key's MCP sessions follows them,
+// labelled by the first 12 characters of the tenant id, an end counted
+// once, and the key's series gone with its last session.
+func TestMCPKeySessions(t *testing.T) {
+	var none *Metrics
+	none.MCPKeySession("x")()
+	m := New(Options{})
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	const tenant = "0123456789abcdef0123"
+	end1, end2 := m.MCPKeySession(tenant), m.MCPKeySession(tenant)
+	endNone := m.MCPKeySession("")
+	if body := scrape(); !strings.Contains(body, `toolshed_mcp_key_sessions{key="0123456789ab"} 2`) || !strings.Contains(body, `toolshed_mcp_key_sessions{key="none"} 1`) {
+		t.Fatalf("two sessions of one key, one of none:\n%s", body)
+	}
+	end1()
+	end1()
+	if body := scrape(); !strings.Contains(body, `toolshed_mcp_key_sessions{key="0123456789ab"} 1`) {
+		t.Fatalf("one ended (twice):\n%s", body)
+	}
+	end2()
+	endNone()
+	if body := scrape(); strings.Contains(body, "toolshed_mcp_key_sessions{") {
+		t.Fatalf("every session ended, a key's series is left:\n%s", body)
+	}
+}
