@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolshed/toolshed/internal/config"
 	"github.com/toolshed/toolshed/internal/scripted"
 	"github.com/toolshed/toolshed/internal/wasmbuild"
 )
@@ -95,5 +96,29 @@ func TestServeMCPKeyShares(t *testing.T) {
 	}
 	if !strings.Contains(string(metrics), "toolshed_mcp_sessions_key_refused_total 1") {
 		t.Fatalf("the refusal is not counted:\n%s", metrics)
+	}
+}
+
+// TestKeySessions: server.per_key.mcp_sessions as serve passes it on:
+// set, it is taken; unset, half of server.mcp.max_sessions (at least one)
+// with two keys or more, else no share.
+func TestKeySessions(t *testing.T) {
+	for _, c := range []struct {
+		keys, max, set, want int
+	}{
+		{keys: 0, max: 256, want: 0},
+		{keys: 1, max: 256, want: 0},
+		{keys: 2, max: 256, want: 128},
+		{keys: 3, max: 5, want: 2},
+		{keys: 2, max: 1, want: 1},
+		{keys: 2, max: 256, set: 10, want: 10},
+		{keys: 1, max: 256, set: 10, want: 10},
+	} {
+		var s config.Server
+		s.APIKeys = make([]string, c.keys)
+		s.MCP.MaxSessions, s.PerKey.MCPSessions = c.max, c.set
+		if got := keySessions(s); got != c.want {
+			t.Errorf("%d keys, max_sessions %d, per_key.mcp_sessions %d: %d, want %d", c.keys, c.max, c.set, got, c.want)
+		}
 	}
 }
