@@ -48,6 +48,8 @@ func (h *Host) NewTenantSession(tenant string) *Session {
 // come back as a tool error (Result.IsError) without any plugin code
 // running. A failure in the plugin (trap, timeout, limit, bad result) is a
 // *CallError and the instance is discarded; the next call gets a fresh one.
+// So is the instance of a call whose context ended while it ran, even if
+// the call returned a result (wazero may yet close that module).
 func (s *Session) Call(ctx context.Context, tool *catalog.Tool, args json.RawMessage) (abi.Result, error) {
 	res, err := s.CallResult(ctx, tool, args)
 	return res.Result, err
