@@ -3,6 +3,7 @@ package wasm_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,5 +69,32 @@ func TestCancelledCallDiscardsInstance(t *testing.T) {
 		if n := p.Session.Instances(); n != 1 {
 			t.Fatalf("run %d: %d instances after a good call, want 1 (kept for the next)", run, n)
 		}
+	}
+}
+
+// TestCancelledCompileNotRemembered: a first call whose context ends
+// while it waits to compile the plugin fails with its context's error,
+// and that failure is not remembered as the module's: the next call
+// compiles and runs. (Before, the plugin's version was marked "not valid
+// WebAssembly" for good: one client cancelling its first call broke the
+// plugin for every other.)
+func TestCancelledCompileNotRemembered(t *testing.T) {
+	manifest := filepath.Join(t.TempDir(), "caps.json")
+	os.WriteFile(manifest, []byte(`{"name": "caps", "version": "1.0.0", "abi_version": 1, "wasm": "caps.wasm", "sha256": "`+strings.Repeat("0", 64)+`",
+		"capabilities": {"sql": true}, "tools": [`+toolList("query")+`]}`), 0o644)
+	p := plugintest.New(t, plugintest.Config{Dir: "testdata/plugins/caps", Manifest: manifest, SQL: blockingSQL{},
+		Grants: wasm.Grants{SQL: "analytics"}})
+	tool, _ := p.Snapshot.Tool("query")
+	release := wasm.HoldCompileSlots(p.Host) // the compile waits for a slot...
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // ...and its caller has gone
+	_, err := p.Session.Call(ctx, tool, json.RawMessage(`{"sql": "fast"}`))
+	release()
+	if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "not valid WebAssembly") {
+		t.Fatalf("the cancelled first call: %v, want its context's error", err)
+	}
+	res, err := p.Session.Call(context.Background(), tool, json.RawMessage(`{"sql": "fast"}`))
+	if err != nil || res.IsError || !strings.Contains(res.Content, "42") {
+		t.Fatalf("the next call: %+v %v", res, err)
 	}
 }

@@ -7,3 +7,16 @@ func SetReseedSource(o *Options, r io.Reader) { o.reseedSource = r }
 
 // SnapshotsEnv is the environment variable that turns snapshots off.
 const SnapshotsEnv = snapshotsEnv
+
+// HoldCompileSlots takes every compile slot of h until release is called.
+func HoldCompileSlots(h *Host) (release func()) {
+	n := cap(h.compileSem)
+	for range n {
+		h.compileSem <- struct{}{}
+	}
+	return func() {
+		for range n {
+			<-h.compileSem
+		}
+	}
+}

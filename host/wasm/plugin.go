@@ -135,6 +135,13 @@ func (p *Plugin) Compile(ctx context.Context) error {
 		return p.compileErr
 	}
 	err := p.compile(ctx)
+	if err != nil && ctx.Err() != nil {
+		// This caller's context ended during the compile (a client that
+		// cancelled its first call): the failure is the caller's, not the
+		// module's, and is not remembered; the next caller compiles.
+		p.permanent = false
+		return err
+	}
 	if err != nil {
 		p.compileErr, p.failedAt = err, time.Now()
 		p.host.stats.compileFailures.Add(1)
@@ -184,6 +191,9 @@ func (p *Plugin) compile(ctx context.Context) error {
 	if errors.Is(err, errCompileTimeout) {
 		// The compile goes on in the background and closes rt when done.
 		return fmt.Errorf("plugin %q: module %s: %w", p.name, p.cat.ModulePath, err)
+	}
+	if err != nil && ctx.Err() != nil {
+		return fail(fmt.Errorf("module %s: compile abandoned: %w", p.cat.ModulePath, ctx.Err()))
 	}
 	if err != nil {
 		return fail(fmt.Errorf("module %s is not valid WebAssembly: %w", p.cat.ModulePath, err))
