@@ -2,14 +2,20 @@ package mcpserver_test
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"net/http"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolshed/toolshed/host/mcpserver"
+	"github.com/toolshed/toolshed/host/sqlcap"
+	"github.com/toolshed/toolshed/host/wasm"
+	"github.com/toolshed/toolshed/sdk/abi"
 )
 
 // keyed sends MCP requests with an API key (Options.Tenant reads it).
@@ -232,5 +238,51 @@ func TestSessionShareConcurrent(t *testing.T) {
 	}
 	if n := s.Sessions(); n != 4 {
 		t.Fatalf("%d sessions admitted, want 4", n)
+	}
+}
+
+// tenantSQL is a real SQLite service that records whom each query ran for.
+type tenantSQL struct {
+	*sqlcap.Service
+	mu      sync.Mutex
+	tenants []string
+}
+
+func (s *tenantSQL) QueryTenantSQL(ctx context.Context, tenant, database string, req abi.SQLRequest) (*abi.SQLReply, error) {
+	s.mu.Lock()
+	s.tenants = append(s.tenants, tenant)
+	s.mu.Unlock()
+	return s.Service.QueryTenantSQL(ctx, tenant, database, req)
+}
+
+// TestSessionQueriesRunForKey: an MCP session's plugin queries run for
+// the key that opened it (its share of the database's slots applies), as
+// a chat request's do; none runs for no key.
+func TestSessionQueriesRunForKey(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "demo.db")
+	if err := sqlcap.EnsureDemo(db); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := sqlcap.Open([]sqlcap.Database{{Name: "default", Driver: "sqlite", DSN: db}}, sqlcap.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	rec := &tenantSQL{Service: svc}
+	h := testHost(t, &wasm.Options{SQL: rec, Grants: map[string]wasm.Grants{"sql": {SQL: "default"}}}, "sql")
+	_, url := serveMCP(t, h, &mcpserver.Options{Tenant: func(r *http.Request) string { return r.Header.Get("Authorization") }})
+	for _, key := range []string{"key-a", "key-b"} {
+		resp, _ := keyed(t, "POST", url, key, "", initBody)
+		sid := resp.Header.Get("Mcp-Session-Id")
+		keyed(t, "POST", url, key, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		keyed(t, "POST", url, key, sid, callLine(2, "tool_search", map[string]any{"query": "execute sql query"}))
+		if _, msgs := keyed(t, "POST", url, key, sid, callLine(3, "executeSql", map[string]any{"sql": "SELECT 42 AS answer"})); len(msgs) == 0 || !strings.Contains(string(msgs[len(msgs)-1].Result), "42") {
+			t.Fatalf("%s: executeSql: %+v", key, msgs)
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if !slices.Equal(rec.tenants, []string{"Bearer key-a", "Bearer key-b"}) {
+		t.Fatalf("the queries ran for %q, want one for each key", rec.tenants)
 	}
 }
