@@ -19,8 +19,8 @@ import (
 	"github.com/toolshed/toolshed/internal/wasmbuild"
 )
 
-// sqlHost is a host over the sql plugin and the demo SQLite database.
-func sqlHost(t *testing.T) *host.Host {
+// demoSQL is the demo SQLite database as database "default".
+func demoSQL(t *testing.T) *sqlcap.Service {
 	t.Helper()
 	db := filepath.Join(t.TempDir(), "demo.db")
 	if err := sqlcap.EnsureDemo(db); err != nil {
@@ -31,6 +31,13 @@ func sqlHost(t *testing.T) *host.Host {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
+	return svc
+}
+
+// sqlHost is a host over the sql plugin and the demo SQLite database.
+func sqlHost(t *testing.T) *host.Host {
+	t.Helper()
+	svc := demoSQL(t)
 	snap, err := catalog.Load(wasmbuild.Bundled(t, "../..", "sql"), nil)
 	if err != nil || len(snap.Errors) > 0 {
 		t.Fatal(err, snap.Errors)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -259,16 +258,7 @@ func (s *tenantSQL) QueryTenantSQL(ctx context.Context, tenant, database string,
 // the key that opened it (its share of the database's slots applies), as
 // a chat request's do; none runs for no key.
 func TestSessionQueriesRunForKey(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "demo.db")
-	if err := sqlcap.EnsureDemo(db); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sqlcap.Open([]sqlcap.Database{{Name: "default", Driver: "sqlite", DSN: db}}, sqlcap.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close() })
-	rec := &tenantSQL{Service: svc}
+	rec := &tenantSQL{Service: demoSQL(t)}
 	h := testHost(t, &wasm.Options{SQL: rec, Grants: map[string]wasm.Grants{"sql": {SQL: "default"}}}, "sql")
 	_, url := serveMCP(t, h, &mcpserver.Options{Tenant: func(r *http.Request) string { return r.Header.Get("Authorization") }})
 	for _, key := range []string{"key-a", "key-b"} {
