@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -190,12 +191,17 @@ func (s *Server) post(h http.Handler, w http.ResponseWriter, r *http.Request, si
 		case m.method == "notifications/cancelled":
 			s.cancelInflight(sid, m.params)
 		case m.call:
-			// The call's POST stream ends if the client cancels it.
+			// The call's POST stream ends if the client cancels it, and
+			// nothing more is written to it from then on: a call that
+			// returns at once on its cancellation (one waiting for an
+			// instance) would otherwise race its result onto the stream.
 			ctx, cancel := context.WithCancel(r.Context())
 			defer cancel()
+			sw := &stoppableWriter{ResponseWriter: w}
+			w = sw
 			key := inflightKey{sid, idString(m.id)}
 			s.mu.Lock()
-			s.inflight[key] = cancel
+			s.inflight[key] = func() { sw.stop(); cancel() }
 			s.mu.Unlock()
 			defer func() {
 				s.mu.Lock()
@@ -229,6 +235,53 @@ func (s *Server) cancelInflight(sid string, params json.RawMessage) {
 		cancel()
 	}
 }
+
+// stoppableWriter is a call's POST response that writes nothing once
+// stopped (the client cancelled the call). It is safe for concurrent use.
+type stoppableWriter struct {
+	http.ResponseWriter
+	mu      sync.Mutex
+	stopped bool
+}
+
+func (w *stoppableWriter) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	w.mu.Unlock()
+}
+
+func (w *stoppableWriter) WriteHeader(code int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped {
+		w.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (w *stoppableWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return 0, errCallCancelled
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// FlushError is what http.ResponseController calls (the SDK flushes
+// through one).
+func (w *stoppableWriter) FlushError() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return errCallCancelled
+	}
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Flush is FlushError for callers that assert http.Flusher.
+func (w *stoppableWriter) Flush() { w.FlushError() }
+
+var errCallCancelled = errors.New("the client cancelled the call")
 
 func idString(id jsonrpc.ID) string {
 	switch v := id.Raw().(type) {
