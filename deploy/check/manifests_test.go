@@ -328,11 +328,18 @@ func TestManifests(t *testing.T) {
 	if need := pause + cfg.Server.ShutdownTimeout + 5*time.Second; grace < need {
 		t.Errorf("terminationGracePeriodSeconds %s < preStop %s + server.shutdown_timeout %s + 5s", grace, pause, cfg.Server.ShutdownTimeout)
 	}
-	// Memory: the sessions a replica may hold at once fit the limit, and
-	// the Go heap's soft limit is about 90 % of it.
+	// Memory: plugin instances' linear memory lies outside the Go heap, so
+	// the plugin memory budget is set, and the Go heap's soft limit is
+	// about 90 % of what the budget leaves of the pod's limit; the two
+	// together stay under the limit.
 	limit := c.Resources.Limits.Memory().Value()
-	if soft, err := parseGoMemLimit(envVal["GOMEMLIMIT"]); err != nil || float64(soft) < 0.85*float64(limit) || float64(soft) > 0.92*float64(limit) {
-		t.Errorf("GOMEMLIMIT %q (%v) is not about 90 %% of the memory limit %d MiB", envVal["GOMEMLIMIT"], err, limit>>20)
+	budget := int64(cfg.Server.InstanceMemoryMB) << 20
+	if budget <= 0 || limit-budget < 512<<20 {
+		t.Errorf("server.instance_memory_mb %d MiB: set it, leaving at least 512 MiB of the %d MiB limit to the Go heap", budget>>20, limit>>20)
+	}
+	rest := limit - budget
+	if soft, err := parseGoMemLimit(envVal["GOMEMLIMIT"]); err != nil || float64(soft) < 0.85*float64(rest) || float64(soft) > 0.92*float64(rest) {
+		t.Errorf("GOMEMLIMIT %q (%v) is not about 90 %% of the memory limit less the plugin memory budget (%d MiB)", envVal["GOMEMLIMIT"], err, rest>>20)
 	}
 	if m := pod.Spec.AutomountServiceAccountToken; m == nil || *m {
 		t.Error("the pod mounts a service-account token (automountServiceAccountToken: false)")
