@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/sqlcap"
 	"github.com/toolshed/toolshed/host/wasm"
 )
 
@@ -56,7 +57,7 @@ func cmdCall(args []string, stdout, stderr io.Writer) error {
 	if inside(*cacheDir, *dir) {
 		return fmt.Errorf("--cache-dir %s is inside the plugin directory %s: compiled code must live in a host-owned directory", *cacheDir, *dir)
 	}
-	op, err := loadOperator(*dir, *grantsPath)
+	op, err := loadOperator(*dir, *grantsPath, sqlcap.Options{})
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/builtin"
 	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/sqlcap"
 	"github.com/toolshed/toolshed/host/wasm"
 	"github.com/toolshed/toolshed/internal/config"
 )
@@ -249,7 +250,7 @@ func newAgent(cfg *config.Config, snapshot func() *catalog.Snapshot, log *slog.L
 	if err != nil {
 		return nil, err
 	}
-	op, err := loadOperator(cfg.Plugins.Dir, cfg.Plugins.Grants)
+	op, err := loadOperator(cfg.Plugins.Dir, cfg.Plugins.Grants, sqlcap.Options{TenantSlots: cfg.Server.PerKey.DBSlots})
 	if err != nil {
 		return nil, err
 	}

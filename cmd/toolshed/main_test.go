@@ -22,6 +22,7 @@ import (
 	"github.com/toolshed/toolshed/host"
 	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/sqlcap"
 	"github.com/toolshed/toolshed/host/wasm"
 	"github.com/toolshed/toolshed/internal/config"
 	"github.com/toolshed/toolshed/internal/pgtest"
@@ -613,14 +614,14 @@ func TestGrantsAllowPrivileged(t *testing.T) {
 		}
 		return p
 	}
-	if _, err := loadOperator(dir, write(admin, false)); err == nil || !strings.Contains(err.Error(), "superuser") {
+	if _, err := loadOperator(dir, write(admin, false), sqlcap.Options{}); err == nil || !strings.Contains(err.Error(), "superuser") {
 		t.Fatalf("a superuser DSN was accepted: %v", err)
 	}
 	for _, c := range []struct {
 		dsn   string
 		allow bool
 	}{{admin, true}, {pgtest.ReadOnlyRole(t, admin, "reader"), false}} {
-		o, err := loadOperator(dir, write(c.dsn, c.allow))
+		o, err := loadOperator(dir, write(c.dsn, c.allow), sqlcap.Options{})
 		if err != nil {
 			t.Fatalf("allow=%v: %v", c.allow, err)
 		}

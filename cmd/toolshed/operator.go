@@ -48,7 +48,9 @@ func (o *operator) close() {
 // spelled), else grants nothing. Databases are opened read-only; the
 // embedded demo database is created on first use. "default" as a
 // plugin's artifacts directory is DATA/artifacts (dataDir).
-func loadOperator(pluginDir, grantsPath string) (*operator, error) {
+//
+// sqlOpts are the databases' options (the zero value: the defaults).
+func loadOperator(pluginDir, grantsPath string, sqlOpts sqlcap.Options) (*operator, error) {
 	o := &operator{grants: map[string]wasm.Grants{}}
 	dbs := map[string]sqlcap.Database{}
 	if grantsPath == "" {
@@ -104,7 +106,7 @@ func loadOperator(pluginDir, grantsPath string) (*operator, error) {
 			list = append(list, d)
 		}
 		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
-		svc, err := sqlcap.Open(list, sqlcap.Options{})
+		svc, err := sqlcap.Open(list, sqlOpts)
 		if err != nil {
 			return nil, err
 		}

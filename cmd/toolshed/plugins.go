@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/manifest"
+	"github.com/toolshed/toolshed/host/sqlcap"
 	"github.com/toolshed/toolshed/host/wasm"
 )
 
@@ -198,7 +199,7 @@ func pluginsValidate(args []string, stdout, stderr io.Writer) error {
 	}
 	if *compile {
 		opts := &wasm.Options{PoolSize: -1, Logger: slog.New(slog.DiscardHandler)}
-		if op, err := loadOperator(dir, ""); err == nil { // the folder's grants, as call gives them
+		if op, err := loadOperator(dir, "", sqlcap.Options{}); err == nil { // the folder's grants, as call gives them
 			defer op.close()
 			opts = op.options("", -1, io.Discard)
 		}

@@ -150,6 +150,10 @@ type PerKey struct {
 	// half of server.mcp.max_sessions when more than one key is
 	// configured, else no share.
 	MCPSessions int `koanf:"mcp_sessions"`
+	// DBSlots bounds the queries one key runs at once on each database
+	// (of its database.max_concurrent slots, 4); 0: half of them, rounded
+	// up.
+	DBSlots int `koanf:"db_slots"`
 }
 
 // MCP bounds the sessions of /mcp (streamable HTTP).
@@ -263,6 +267,7 @@ func Defaults() map[string]any {
 		"server.reclaim_idle":               "1m",
 		"server.per_key.instance_memory_mb": 0,
 		"server.per_key.mcp_sessions":       0,
+		"server.per_key.db_slots":           0,
 		"server.responses.keep":             0,
 		"server.responses.keep_for":         "1h",
 		"artifacts.max_age":                 "24h",
@@ -499,9 +504,9 @@ func (l *Loaded) check() error {
 		"limits.max_artifact_mb": float64(c.Limits.MaxArtifactMB), "limits.max_module_mb": float64(c.Limits.MaxModuleMB),
 		"limits.compile_timeout":    float64(c.Limits.CompileTimeout),
 		"server.instance_memory_mb": float64(c.Server.InstanceMemoryMB), "server.per_key.instance_memory_mb": float64(c.Server.PerKey.InstanceMemoryMB),
-		"server.per_key.mcp_sessions": float64(c.Server.PerKey.MCPSessions),
-		"server.reclaim_idle":         float64(c.Server.ReclaimIdle),
-		"server.responses.keep":       float64(c.Server.Responses.Keep), "server.responses.keep_for": float64(c.Server.Responses.KeepFor),
+		"server.per_key.mcp_sessions": float64(c.Server.PerKey.MCPSessions), "server.per_key.db_slots": float64(c.Server.PerKey.DBSlots),
+		"server.reclaim_idle":   float64(c.Server.ReclaimIdle),
+		"server.responses.keep": float64(c.Server.Responses.Keep), "server.responses.keep_for": float64(c.Server.Responses.KeepFor),
 	}
 	for _, k := range slices.Sorted(maps.Keys(notNegative)) {
 		if notNegative[k] < 0 {
