@@ -108,7 +108,17 @@ func (s *Session) Prepare(p *catalog.Plugin) {
 	if err != nil {
 		return
 	}
+	// Host.Close waits for it (as for refills) before closing the
+	// plugin's runtime under the instance it is making.
+	pl.mu.Lock()
+	if pl.closed {
+		pl.mu.Unlock()
+		return
+	}
+	s.host.bg.Add(1)
+	pl.mu.Unlock()
 	go func() {
+		defer s.host.bg.Done()
 		if _, err := s.instance(context.Background(), pl); err != nil {
 			s.host.log.Debug("prepare failed", "plugin", pl.name, "error", err)
 		}
