@@ -221,7 +221,7 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 		fieldLen[f] = make([]float32, len(docs))
 	}
 	var termDocs []int32             // document frequency by term
-	var fieldDocs [numFields][]int32 // document frequency by term, per field
+	var fieldDocs [numFields][]int32 // document frequency by term, per field (PerField 2 only)
 	for i, d := range docs {
 		if d.Name == "" {
 			return nil, errors.New("search: document with an empty name")
@@ -243,8 +243,10 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 					id = int32(len(ix.terms))
 					ix.terms[t] = id
 					termDocs = append(termDocs, 0)
-					for f := range fieldDocs {
-						fieldDocs[f] = append(fieldDocs[f], 0)
+					if w.PerField == 2 {
+						for f := range fieldDocs {
+							fieldDocs[f] = append(fieldDocs[f], 0)
+						}
 					}
 				}
 				k, ok := local[id]
@@ -254,7 +256,7 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 					perDoc[i] = append(perDoc[i], tfEntry{term: id})
 					termDocs[id]++
 				}
-				if perDoc[i][k].tf[f] == 0 {
+				if w.PerField == 2 && perDoc[i][k].tf[f] == 0 {
 					fieldDocs[f][id]++
 				}
 				perDoc[i][k].tf[f]++
