@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -247,7 +248,7 @@ func evalTableOf(rows []evalRow, half evalrun.Half) table {
 	for _, e := range engs {
 		t.head = append(t.head, e+" recall@5")
 	}
-	hasTS, hasBleve := contains(engs, "Toolshed"), contains(engs, "bleve")
+	hasTS, hasBleve := slices.Contains(engs, "Toolshed"), slices.Contains(engs, "bleve")
 	if hasTS && hasBleve {
 		t.head = append(t.head, "Toolshed − bleve", "p50 Toolshed", "p50 bleve", "speed-up")
 	}
@@ -280,15 +281,6 @@ func evalTableOf(rows []evalRow, half evalrun.Half) table {
 		t.add(cells...)
 	}
 	return t
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // printEval prints the table, and its rows as JSON Lines to jsonOut when
@@ -348,7 +340,7 @@ func (o *evalOptions) parse(half, sizes, shapes, weights, sets, engines string) 
 	if l := splitList(engines); len(l) > 0 {
 		o.engines = map[string]bool{}
 		for _, e := range l {
-			if !contains(evalEngineOrder, e) {
+			if !slices.Contains(evalEngineOrder, e) {
 				return fmt.Errorf("-engines: no engine %q (%s)", e, strings.Join(evalEngineOrder, ", "))
 			}
 			o.engines[e] = true

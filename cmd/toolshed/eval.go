@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/toolshed/toolshed/internal/evalrun"
@@ -65,7 +66,9 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	}
 	w := search.DefaultWeights
 	if *weights != "" {
-		if err := json.Unmarshal([]byte(*weights), &w); err != nil {
+		dec := json.NewDecoder(strings.NewReader(*weights))
+		dec.DisallowUnknownFields() // a misspelt weight must not be measured as the default
+		if err := dec.Decode(&w); err != nil {
 			return fmt.Errorf("--weights: %w", err)
 		}
 	}

@@ -166,6 +166,12 @@ func TestEvalJSON(t *testing.T) {
 	if code, _, _ := runCLI("eval", "--tools", tools); code != 2 {
 		t.Errorf("missing --queries: exit %d", code)
 	}
+	if code, _, errs := runCLI("eval", "--tools", tools, "--queries", queries, "--weights", `{"Overlapp":1}`); code != 1 || !strings.Contains(errs, `unknown field "Overlapp"`) {
+		t.Errorf("a misspelt weight: exit %d, %q", code, errs)
+	}
+	if code, _, errs := runCLI("eval", "--tools", tools, "--queries", queries, "--half", "train"); code != 1 || !strings.Contains(errs, "want tune, test or all") {
+		t.Errorf("an unknown half: exit %d, %q", code, errs)
+	}
 }
 
 func TestSearchExtraLexicon(t *testing.T) {
