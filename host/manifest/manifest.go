@@ -62,9 +62,12 @@ const (
 
 // Manifest describes one plugin.
 type Manifest struct {
-	Name         string       `json:"name"`
-	Version      string       `json:"version"`
-	ABIVersion   int          `json:"abi_version"`
+	Name       string `json:"name"`
+	Version    string `json:"version"`
+	ABIVersion int    `json:"abi_version,omitempty"`
+	// ABI names the plugin ABI when it is not Toolshed's own: "extism"
+	// (the extism:host/env ABI, extism.go) in place of abi_version.
+	ABI          string       `json:"abi,omitempty"`
 	Description  string       `json:"description,omitempty"`
 	Wasm         string       `json:"wasm"`
 	SHA256       string       `json:"sha256"`
@@ -75,6 +78,10 @@ type Manifest struct {
 	// instantiated and initialised from scratch (docs/RUNTIME.md).
 	// Absent means true.
 	Snapshot *bool `json:"snapshot,omitempty"`
+	// Servlet marks an Extism plugin that is an mcp.run servlet: one
+	// "call" export serving every tool (extism.go). Only with "abi":
+	// "extism".
+	Servlet bool `json:"servlet,omitempty"`
 }
 
 // Tool is one tool of a plugin.
@@ -89,6 +96,10 @@ type Tool struct {
 	Title        string          `json:"title,omitempty"`
 	Annotations  *Annotations    `json:"annotations,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	// Export and Input are for Extism plugins (extism.go): the export
+	// that runs the tool and what it receives.
+	Export string `json:"export,omitempty"`
+	Input  string `json:"input,omitempty"`
 }
 
 // Capabilities are what a plugin asks the host for. The operator's grants
@@ -102,6 +113,9 @@ type Capabilities struct {
 	// Artifacts lets the plugin store files (charts, reports) in the
 	// operator's artifact directory.
 	Artifacts bool `json:"artifacts,omitempty"`
+	// Client lists what the plugin asks of the MCP client a call comes
+	// from: "log", "progress", "sample", "elicit" (client.go).
+	Client []string `json:"client,omitempty"`
 }
 
 // Limits are what a plugin asks for per call. Zero means the default; the
@@ -290,9 +304,7 @@ func (m *Manifest) Validate() Errors {
 	if !versionRE.MatchString(m.Version) {
 		bad("version", "%q is not a semantic version (MAJOR.MINOR.PATCH)", m.Version)
 	}
-	if m.ABIVersion != ABIVersion {
-		bad("abi_version", "ABI version %d is not supported (this host speaks %d)", m.ABIVersion, ABIVersion)
-	}
+	es = append(es, m.checkABI()...)
 	if len(m.Description) > MaxDescriptionBytes {
 		bad("description", "longer than %d bytes", MaxDescriptionBytes)
 	}
@@ -327,6 +339,11 @@ func (m *Manifest) Validate() Errors {
 	for i, o := range m.Capabilities.HTTP {
 		if reason := checkOrigin(o); reason != "" {
 			bad(fmt.Sprintf("capabilities.http[%d]", i), "%s", reason)
+		}
+	}
+	for i, f := range m.Capabilities.Client {
+		if reason := checkClientFeature(f, m.Capabilities.Client[:i]); reason != "" {
+			bad(fmt.Sprintf("capabilities.client[%d]", i), "%s", reason)
 		}
 	}
 
@@ -377,6 +394,7 @@ func (m *Manifest) Validate() Errors {
 		checkList("keywords", t.Keywords, MaxKeywords, MaxKeywordBytes)
 		checkList("examples", t.Examples, MaxExamples, MaxExampleBytes)
 		es = append(es, checkToolMeta(p, t)...)
+		es = append(es, m.checkToolABI(p, t)...)
 	}
 	return es
 }

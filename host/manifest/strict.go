@@ -50,6 +50,8 @@ var manifestShape = object(map[string]*shape{
 	"name":        str,
 	"version":     str,
 	"abi_version": integer,
+	"abi":         str,
+	"servlet":     boolean,
 	"description": str,
 	"wasm":        str,
 	"sha256":      str,
@@ -81,6 +83,8 @@ var manifestShape = object(map[string]*shape{
 			"openWorldHint":   boolean,
 		}),
 		"outputSchema": freeShape,
+		"export":       str,
+		"input":        str,
 	})),
 })
 

@@ -159,6 +159,12 @@ type memAccount struct {
 	charged  int64 // bytes
 	refusal  error // the last refused growth (*BudgetError), for the call's error
 	freed    bool
+	// side is what the instance holds outside its linear memory (the
+	// Extism ABI's blocks and vars, extism.go), charged to the budget as
+	// well; ceiling, when set, bounds linear memory and side together
+	// (the plugin's memory limit), so that one cap covers both.
+	side    int64
+	ceiling int64
 }
 
 // newAccount is the account of an instance no session holds yet (a pool
@@ -208,6 +214,11 @@ func (a *memAccount) resize(size int64, must bool) bool {
 		return false
 	}
 	d, tenant, assigned, reclaim := size-a.charged, a.tenant, a.assigned, a.reclaim
+	if a.ceiling > 0 && d > 0 && !must && size+a.side > a.ceiling {
+		a.refusal = &CeilingError{Limit: a.ceiling, Linear: size, Side: a.side}
+		a.mu.Unlock()
+		return false
+	}
 	a.mu.Unlock()
 	switch {
 	case d > 0:
@@ -236,7 +247,7 @@ func (a *memAccount) assign(tenant string) error {
 		return nil
 	}
 	a.mu.Lock()
-	n, done := a.charged, a.assigned
+	n, done := a.charged+a.side, a.assigned
 	a.mu.Unlock()
 	if done {
 		return nil
@@ -260,8 +271,8 @@ func (a *memAccount) free() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.freed {
-		a.b.release(a.tenant, a.assigned, a.charged)
-		a.charged, a.freed = 0, true
+		a.b.release(a.tenant, a.assigned, a.charged+a.side)
+		a.charged, a.side, a.freed = 0, 0, true
 	}
 }
 
@@ -272,7 +283,7 @@ func (a *memAccount) size() int64 {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.charged
+	return a.charged + a.side
 }
 
 // owner is the tenant whose share the account is charged to.

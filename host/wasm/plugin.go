@@ -71,6 +71,9 @@ type Plugin struct {
 	closed    bool
 	retiredAt time.Time // when the catalog dropped this version; zero while current
 
+	// ext is set for a plugin of the Extism ABI (extism_call.go).
+	ext *extismPlugin
+
 	schemaMu sync.Mutex
 	schemas  map[string]*toolSchema
 	outputs  outputSchemas // the tools' outputSchemas (output.go)
@@ -106,6 +109,9 @@ func newPlugin(h *Host, p *catalog.Plugin) (*Plugin, error) {
 		g = Grants{}
 	}
 	pl.caps = intersect(m, g)
+	if m.IsExtism() {
+		pl.ext = newExtismPlugin(m)
+	}
 	h.log.Info("plugin loaded", "plugin", m.Name, "version", m.Version,
 		"granted", pl.caps.describe(), "denied", denied(m, pl.caps), "grants_pinned", g.SHA256 != "",
 		"timeout", pl.timeout, "max_memory_mb", mem>>20, "max_output_kb", out>>10)
@@ -168,7 +174,7 @@ func (p *Plugin) compile(ctx context.Context) error {
 		}
 		return fmt.Errorf("plugin %q: module %s is not valid WebAssembly: %w", p.name, p.cat.ModulePath, err)
 	}
-	if err := CheckModule(code); err != nil {
+	if err := checkModuleFor(p.cat.Manifest, code); err != nil {
 		return fmt.Errorf("plugin %q: module %s: %w", p.name, p.cat.ModulePath, err)
 	}
 	p.image, p.splitWhy = nil, ""
@@ -201,7 +207,11 @@ func (p *Plugin) compile(ctx context.Context) error {
 	if err := instantiateWASI(ctx, rt, p.recordRandom); err != nil {
 		return fail(err)
 	}
-	if err := p.instantiateHostModule(ctx, rt); err != nil {
+	instantiateHost := p.instantiateHostModule
+	if p.ext != nil {
+		instantiateHost = p.instantiateExtismModule
+	}
+	if err := instantiateHost(ctx, rt); err != nil {
 		return fail(err)
 	}
 	p.minMemory = 0
@@ -229,12 +239,23 @@ func (p *Plugin) compile(ctx context.Context) error {
 // 1 and the host module. Serving, "plugins validate" and the compile step
 // all use it (catalog.Options.CheckModule), so they agree on every module.
 // The version the module speaks is known only by running it, at its first
-// instance. CheckModule is safe for concurrent use.
+// instance. A module that imports extism:host/env is checked as an
+// Extism plugin instead (CheckExtismModule); the compile step then checks
+// it against its manifest's ABI (checkModuleFor). CheckModule is safe for
+// concurrent use.
 func CheckModule(code []byte) error {
 	in, err := wasmcheck.ReadInterface(code)
 	if err != nil {
 		return fmt.Errorf("not valid WebAssembly: %w", err)
 	}
+	if importsExtism(in) {
+		return checkExtismInterface(in)
+	}
+	return checkToolshedInterface(in)
+}
+
+// checkToolshedInterface is CheckModule for a Toolshed ABI module.
+func checkToolshedInterface(in *wasmcheck.Interface) error {
 	if _, ok := in.Export("_start"); ok {
 		return errors.New("module is a command (it exports _start); build it as a reactor: -buildmode=c-shared")
 	}
@@ -259,6 +280,17 @@ func CheckModule(code []byte) error {
 			return fmt.Errorf("export %s has the wrong signature (want %s)", w.name, signature(w.params, w.results))
 		}
 	}
+	return checkMemoryAndImports(in, func(im wasmcheck.Import) error {
+		if im.Module != wasi_snapshot_preview1.ModuleName && im.Module != abi.HostModule {
+			return fmt.Errorf("module imports %s.%s, which this host does not provide", im.Module, im.Name)
+		}
+		return nil
+	})
+}
+
+// checkMemoryAndImports checks that a module exports a memory and imports
+// functions only, each of which check accepts.
+func checkMemoryAndImports(in *wasmcheck.Interface, check func(wasmcheck.Import) error) error {
 	memory := false
 	for _, e := range in.Exports {
 		memory = memory || e.Kind == 0x02
@@ -270,8 +302,8 @@ func CheckModule(code []byte) error {
 		if im.Kind != 0x00 {
 			return fmt.Errorf("module imports %s.%s, which is not a function; this host provides only functions", im.Module, im.Name)
 		}
-		if im.Module != wasi_snapshot_preview1.ModuleName && im.Module != abi.HostModule {
-			return fmt.Errorf("module imports %s.%s, which this host does not provide", im.Module, im.Name)
+		if err := check(im); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -330,6 +362,10 @@ type instance struct {
 	// The module's request buffer (abi.ExportRequestBuffer), checked to
 	// lie in its memory; reqCap is 0 when it has none.
 	reqPtr, reqCap uint32
+
+	// ext is the Extism ABI's state of an Extism plugin's instance
+	// (extism.go; under mu).
+	ext *extismState
 }
 
 // request encodes the ABI request into the instance's buffer: the JSON of
@@ -429,6 +465,11 @@ func (p *Plugin) newInstanceFrom(ctx context.Context, s *snapshot, acct *memAcco
 	if s != nil {
 		size = max(size, int64(s.pages)<<16)
 	}
+	if p.ext != nil {
+		// What the host holds for it counts against its memory limit too.
+		in.ext = newExtismState()
+		acct.setCeiling(int64(p.pages) << 16)
+	}
 	if err := acct.reserve(size); err != nil {
 		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, err)
 	}
@@ -455,29 +496,17 @@ func (p *Plugin) newInstanceFrom(ctx context.Context, s *snapshot, acct *memAcco
 		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, in.explain(describe(ictx, err)))
 	}
 	in.mod = mod
-	in.alloc = mod.ExportedFunction(abi.ExportAlloc)
-	in.call = mod.ExportedFunction(abi.ExportCall)
-	v, err := mod.ExportedFunction(abi.ExportVersion).Call(ictx)
+	if p.ext != nil {
+		err = p.ext.initialise(ictx, mod)
+		if err != nil {
+			err = fmt.Errorf("plugin %q: instantiate: %w", p.name, in.explain(describe(ictx, err)))
+		}
+	} else {
+		err = in.checkABI(ictx, mod)
+	}
 	if err != nil {
 		mod.Close(ctx)
-		return nil, fmt.Errorf("plugin %q: %s: %w", p.name, abi.ExportVersion, describe(ictx, err))
-	}
-	if v[0] != abi.Version {
-		mod.Close(ctx)
-		return nil, fmt.Errorf("plugin %q: module speaks ABI version %d; this host speaks %d", p.name, uint32(v[0]), abi.Version)
-	}
-	if f := mod.ExportedFunction(abi.ExportRequestBuffer); f != nil {
-		r, err := f.Call(ictx)
-		if err != nil {
-			mod.Close(ctx)
-			return nil, fmt.Errorf("plugin %q: %s: %w", p.name, abi.ExportRequestBuffer, describe(ictx, err))
-		}
-		ptr, n := abi.Unpack(r[0])
-		if size := mod.Memory().Size(); n > 0 && uint64(ptr)+uint64(n) > uint64(size) {
-			mod.Close(ctx)
-			return nil, fmt.Errorf("plugin %q: %s returned %#x+%d, outside the module's memory (%d bytes)", p.name, abi.ExportRequestBuffer, ptr, n, size)
-		}
-		in.reqPtr, in.reqCap = ptr, n
+		return nil, err
 	}
 	if s != nil {
 		// The known-answer check: m0's generator runs from the seed the
@@ -503,6 +532,33 @@ func (p *Plugin) newInstanceFrom(ctx context.Context, s *snapshot, acct *memAcco
 	p.byModule[mod] = in
 	p.mu.Unlock()
 	return in, nil
+}
+
+// checkABI checks a new instance of a Toolshed ABI plugin: the ABI
+// version it speaks, its request buffer. The caller closes it on error.
+func (in *instance) checkABI(ictx context.Context, mod api.Module) error {
+	p := in.plugin
+	in.alloc = mod.ExportedFunction(abi.ExportAlloc)
+	in.call = mod.ExportedFunction(abi.ExportCall)
+	v, err := mod.ExportedFunction(abi.ExportVersion).Call(ictx)
+	if err != nil {
+		return fmt.Errorf("plugin %q: %s: %w", p.name, abi.ExportVersion, describe(ictx, err))
+	}
+	if v[0] != abi.Version {
+		return fmt.Errorf("plugin %q: module speaks ABI version %d; this host speaks %d", p.name, uint32(v[0]), abi.Version)
+	}
+	if f := mod.ExportedFunction(abi.ExportRequestBuffer); f != nil {
+		r, err := f.Call(ictx)
+		if err != nil {
+			return fmt.Errorf("plugin %q: %s: %w", p.name, abi.ExportRequestBuffer, describe(ictx, err))
+		}
+		ptr, n := abi.Unpack(r[0])
+		if size := mod.Memory().Size(); n > 0 && uint64(ptr)+uint64(n) > uint64(size) {
+			return fmt.Errorf("plugin %q: %s returned %#x+%d, outside the module's memory (%d bytes)", p.name, abi.ExportRequestBuffer, ptr, n, size)
+		}
+		in.reqPtr, in.reqCap = ptr, n
+	}
+	return nil
 }
 
 // take returns a fresh instance for a session of tenant: from the pool
@@ -691,16 +747,19 @@ func (in *instance) run(ctx context.Context, tool string, args json.RawMessage) 
 	if in.dead || in.mod.IsClosed() {
 		return abi.Result{}, nil, &CallError{Plugin: p.name, Tool: tool, Err: ErrDiscarded}
 	}
-	req, err := in.request(tool, args)
-	if err != nil {
-		return abi.Result{}, nil, fmt.Errorf("plugin %q: tool %q: encode request: %w", p.name, tool, err)
-	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	defer in.endedUnder(ctx) // before cancel: the timeout's end counts, not this function's own
 	in.quota.startCall()
 	in.acct.takeRefusal() // one left by a call that coped with it
 	in.saved = nil
+	if p.ext != nil {
+		return in.callExtism(ctx, tool, args, fail)
+	}
+	req, err := in.request(tool, args)
+	if err != nil {
+		return abi.Result{}, nil, fmt.Errorf("plugin %q: tool %q: encode request: %w", p.name, tool, err)
+	}
 	mem := in.mod.Memory()
 	var ptr uint32
 	if uint64(len(req)) <= uint64(in.reqCap) {

@@ -1,0 +1,172 @@
+package wasm_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/wasm"
+)
+
+// gosdkVersion is the Extism go-sdk whose prebuilt plugins the tests run.
+const gosdkVersion = "github.com/extism/go-sdk@v1.7.1"
+
+var gosdk struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// gosdkWasm returns one of go-sdk's prebuilt plugins: from testdata when
+// it is kept there, else from the module cache, downloaded through the Go
+// module proxy once per process. The test is skipped, saying why, when
+// that fails (no network, no proxy).
+func gosdkWasm(t testing.TB, name string) []byte {
+	t.Helper()
+	if b, err := os.ReadFile(filepath.Join("testdata/extism/gosdk", name)); err == nil {
+		return b
+	}
+	gosdk.once.Do(func() {
+		cmd := exec.Command("go", "mod", "download", "-json", gosdkVersion)
+		cmd.Dir = os.TempDir() // outside this module: nothing of ours changes
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+		out, err := cmd.Output()
+		if err != nil {
+			gosdk.err = fmt.Errorf("go mod download %s: %v", gosdkVersion, err)
+			return
+		}
+		var info struct{ Dir, Error string }
+		if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
+			gosdk.err = fmt.Errorf("go mod download %s: %s %v", gosdkVersion, info.Error, err)
+			return
+		}
+		gosdk.dir = info.Dir
+	})
+	if gosdk.err != nil {
+		t.Skipf("Extism fixture %s unavailable: %v", name, gosdk.err)
+	}
+	b, err := os.ReadFile(filepath.Join(gosdk.dir, "wasm", name))
+	if err != nil {
+		t.Skipf("Extism fixture %s unavailable: %v", name, err)
+	}
+	return b
+}
+
+// extismPlugin is a plugin directory entry of the Extism ABI.
+type extismPlugin struct {
+	name   string
+	module []byte
+	tools  string // the "tools" array's JSON
+	extra  string // more manifest fields: `"key": value, ...`
+}
+
+// writeExtism writes Extism plugins into a directory and loads it.
+func writeExtism(t testing.TB, ps ...extismPlugin) *catalog.Snapshot {
+	t.Helper()
+	dir := t.TempDir()
+	for _, p := range ps {
+		sum := sha256.Sum256(p.module)
+		if p.extra != "" {
+			p.extra += ", "
+		}
+		m := fmt.Sprintf(`{%s"name": %q, "version": "1.0.0", "abi": "extism", "wasm": "%s.wasm", "sha256": %q, "tools": %s}`,
+			p.extra, p.name, p.name, hex.EncodeToString(sum[:]), p.tools)
+		if err := os.WriteFile(filepath.Join(dir, p.name+".json"), []byte(m), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p.name+".wasm"), p.module, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := catalog.Load(dir, &catalog.Options{RequireModules: true, CheckModule: wasm.CheckModule})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Errors) > 0 {
+		t.Fatal(snap.Errors)
+	}
+	return snap
+}
+
+// runTest is a tool running go-sdk's usual export, run_test.
+func runTest(name string) string {
+	return fmt.Sprintf(`[{"name": %q, "description": "runs run_test", "export": "run_test"}]`, name)
+}
+
+const countVowelsTool = `[{"name": "countVowels", "description": "count the vowels of a text", "export": "count_vowels", "input": "text:text",
+	"parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}]`
+
+func TestExtismGoSDKPlugins(t *testing.T) {
+	snap := writeExtism(t,
+		extismPlugin{name: "hello", module: gosdkWasm(t, "hello.wasm"), tools: runTest("hello")},
+		extismPlugin{name: "fail", module: gosdkWasm(t, "fail.wasm"), tools: runTest("fail")},
+		extismPlugin{name: "alloc", module: gosdkWasm(t, "alloc.wasm"), tools: runTest("alloc")},
+		extismPlugin{name: "offset", module: gosdkWasm(t, "input_offset.wasm"),
+			tools: `[{"name": "offset", "description": "input length", "export": "input_offset_length"}]`},
+	)
+	h, _ := newHost(t, nil)
+	s := h.NewSession()
+	defer s.Close(context.Background())
+
+	res, err := call(t, s, snap, "hello", `{}`)
+	if err != nil || res.IsError || res.Content != "Hello, world!" {
+		t.Fatalf("hello: %+v, %v", res, err)
+	}
+	res, err = call(t, s, snap, "fail", `{}`)
+	if err != nil || !res.IsError || res.Content != "Some error message" {
+		t.Fatalf("fail: want the tool error %q, have %+v, %v", "Some error message", res, err)
+	}
+	res, err = call(t, s, snap, "alloc", `{}`)
+	if err != nil || res.IsError {
+		t.Fatalf("alloc: %+v, %v", res, err)
+	}
+	// input_offset_length outputs the input's length as a little-endian
+	// u64 (go-sdk's test reads its first byte): the input here is the
+	// arguments' compact JSON.
+	args := `{"a": "hello world"}`
+	res, err = call(t, s, snap, "offset", args)
+	if err != nil || res.IsError || res.Content == "" || int(res.Content[0]) != len(`{"a":"hello world"}`) {
+		t.Fatalf("input_offset_length: %q, %v", res.Content, err)
+	}
+}
+
+// TestExtismCountVowelsVars: count_vowels keeps a running total in a var
+// (go-sdk's own test expects {"count":3,"total":3} then
+// {"count":1,"total":4}); the total carries on within a session and
+// starts again in another.
+func TestExtismCountVowelsVars(t *testing.T) {
+	snap := writeExtism(t, extismPlugin{name: "vowels", module: gosdkWasm(t, "count_vowels.wasm"), tools: countVowelsTool})
+	h, _ := newHost(t, nil)
+	s := h.NewSession()
+	defer s.Close(context.Background())
+	for _, c := range []struct{ in, want string }{
+		{"aaa", `{"count":3,"total":3,"vowels":"aeiouAEIOU"}`},
+		{"bbba", `{"count":1,"total":4,"vowels":"aeiouAEIOU"}`},
+	} {
+		res, err := call(t, s, snap, "countVowels", fmt.Sprintf(`{"text": %q}`, c.in))
+		if err != nil || res.IsError || res.Content != c.want {
+			t.Fatalf("count_vowels(%q) = %+v, %v; want %s", c.in, res, err, c.want)
+		}
+		if string(res.Structured) != c.want {
+			t.Errorf("structured = %s, want the output object", res.Structured)
+		}
+	}
+	other := h.NewSession()
+	defer other.Close(context.Background())
+	res, err := call(t, other, snap, "countVowels", `{"text": "Hello World"}`)
+	if err != nil || res.Content != `{"count":3,"total":3,"vowels":"aeiouAEIOU"}` {
+		t.Fatalf("another session sees the first one's total: %+v, %v", res, err)
+	}
+	if strings.Contains(res.Content, `"total":7`) {
+		t.Fatal("vars crossed sessions")
+	}
+}
