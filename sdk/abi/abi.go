@@ -77,6 +77,23 @@ const (
 	OpHTTP      = "http.fetch"   // HTTPRequest → HTTPReply
 	OpSQL       = "sql.query"    // SQLRequest → SQLReply
 	OpArtifact  = "artifact.put" // ArtifactRequest → ArtifactReply
+
+	// The MCP client a call came from (the "client" capability): each
+	// fails with an error naming why when the call has no MCP client or
+	// the client lacks the feature.
+	OpClientLog      = "client.log"      // ClientLogRequest → nothing
+	OpClientProgress = "client.progress" // ClientProgressRequest → ClientProgressReply
+	OpClientSample   = "client.sample"   // ClientSampleRequest → ClientSampleReply
+	OpClientElicit   = "client.elicit"   // ClientElicitRequest → ClientElicitReply
+)
+
+// The features of the "client" capability, as the manifest and the
+// grants name them.
+const (
+	ClientLog      = "log"
+	ClientProgress = "progress"
+	ClientSample   = "sample"
+	ClientElicit   = "elicit"
 )
 
 // Reply is HostCall's answer: OK holds the op's reply, or Error says why
@@ -168,4 +185,72 @@ type SQLReply struct {
 	Columns   []string `json:"columns"`
 	Rows      [][]any  `json:"rows"`
 	Truncated bool     `json:"truncated,omitempty"`
+}
+
+// ClientLogRequest sends notifications/message to the MCP client. Level
+// is one of MCP's (syslog's) levels: debug, info, notice, warning, error,
+// critical, alert, emergency; the client's logging/setLevel decides which
+// reach it. Data is any JSON value (a string for a plain message).
+type ClientLogRequest struct {
+	Level  string          `json:"level"`
+	Logger string          `json:"logger,omitempty"`
+	Data   json.RawMessage `json:"data"`
+}
+
+// ClientProgressRequest sends notifications/progress for the current
+// call. Progress must increase from one notification to the next; Total
+// is optional (0: unknown).
+type ClientProgressRequest struct {
+	Progress float64 `json:"progress"`
+	Total    float64 `json:"total,omitempty"`
+	Message  string  `json:"message,omitempty"`
+}
+
+// ClientProgressReply says whether the notification was sent: false when
+// the client asked for no progress (its call carried no progressToken).
+type ClientProgressReply struct {
+	Sent bool `json:"sent"`
+}
+
+// ClientSampleRequest asks the MCP client's model for a completion
+// (sampling/createMessage), text in and text out.
+type ClientSampleRequest struct {
+	Messages     []SampleMessage `json:"messages"`
+	SystemPrompt string          `json:"system_prompt,omitempty"`
+	MaxTokens    int             `json:"max_tokens,omitempty"` // 0: the host's default
+	Temperature  *float64        `json:"temperature,omitempty"`
+	Stop         []string        `json:"stop,omitempty"`
+}
+
+// SampleMessage is one message of a sampling request: role "user" or
+// "assistant".
+type SampleMessage struct {
+	Role string `json:"role"`
+	Text string `json:"text"`
+}
+
+// ClientSampleReply is the client model's answer.
+type ClientSampleReply struct {
+	Role       string `json:"role"`
+	Text       string `json:"text"`
+	Model      string `json:"model,omitempty"`
+	StopReason string `json:"stop_reason,omitempty"`
+}
+
+// ClientElicitRequest asks the user, through the MCP client, to fill in a
+// form (elicitation/create): Message says what for, Schema is a flat JSON
+// Schema object whose properties are strings, numbers, integers, booleans
+// or arrays of enumerated strings, with defaults and enums as MCP allows
+// (SEP-1034, SEP-1330).
+type ClientElicitRequest struct {
+	Message string          `json:"message"`
+	Schema  json.RawMessage `json:"schema"`
+}
+
+// ClientElicitReply is the user's answer: Action is accept, decline or
+// cancel; Content, with accept, the form's values (checked against the
+// schema, its defaults applied).
+type ClientElicitReply struct {
+	Action  string          `json:"action"`
+	Content json.RawMessage `json:"content,omitempty"`
 }
