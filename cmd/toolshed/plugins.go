@@ -222,6 +222,17 @@ func pluginsValidate(args []string, stdout, stderr io.Writer) error {
 		}
 	} else {
 		for _, p := range snap.Plugins {
+			// The module against its manifest: its ABI, an Extism
+			// plugin's exports (the catalog checked the module alone).
+			code, err := p.ReadModule()
+			if err == nil {
+				err = wasm.CheckModuleFor(p.Manifest, code)
+			}
+			if err != nil {
+				out = append(out, verdict{file: p.ManifestPath, err: fmt.Sprintf("%s: module %s: %v", p.ManifestPath, p.ModulePath, err)})
+				failed++
+				continue
+			}
 			out = append(out, verdict{file: p.ManifestPath, ok: fmt.Sprintf("%s (%s %s, %s)", p.ManifestPath, p.Name(), p.Manifest.Version, plural(len(p.Tools), "tool"))})
 		}
 	}

@@ -114,10 +114,12 @@ func extismNames() []string {
 	return out
 }
 
-// checkModuleFor checks a module against its manifest's ABI: the ABI's
-// rules, and for an Extism plugin that every tool's export is there and
-// takes nothing and returns an i32 or nothing.
-func checkModuleFor(m *manifest.Manifest, code []byte) error {
+// CheckModuleFor checks a module against its manifest: the rules of the
+// manifest's ABI (CheckModule's), and for an Extism plugin that every
+// tool's export is there, taking nothing and returning an i32 or nothing.
+// The compile step and "plugins validate" use it. It is safe for
+// concurrent use.
+func CheckModuleFor(m *manifest.Manifest, code []byte) error {
 	in, err := wasmcheck.ReadInterface(code)
 	if err != nil {
 		return fmt.Errorf("not valid WebAssembly: %w", err)

@@ -4,62 +4,19 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/wasm"
+	"github.com/toolshed/toolshed/internal/extismtest"
 )
 
-// gosdkVersion is the Extism go-sdk whose prebuilt plugins the tests run.
-const gosdkVersion = "github.com/extism/go-sdk@v1.7.1"
-
-var gosdk struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
-// gosdkWasm returns one of go-sdk's prebuilt plugins: from testdata when
-// it is kept there, else from the module cache, downloaded through the Go
-// module proxy once per process. The test is skipped, saying why, when
-// that fails (no network, no proxy).
-func gosdkWasm(t testing.TB, name string) []byte {
-	t.Helper()
-	if b, err := os.ReadFile(filepath.Join("testdata/extism/gosdk", name)); err == nil {
-		return b
-	}
-	gosdk.once.Do(func() {
-		cmd := exec.Command("go", "mod", "download", "-json", gosdkVersion)
-		cmd.Dir = os.TempDir() // outside this module: nothing of ours changes
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-		out, err := cmd.Output()
-		if err != nil {
-			gosdk.err = fmt.Errorf("go mod download %s: %v", gosdkVersion, err)
-			return
-		}
-		var info struct{ Dir, Error string }
-		if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
-			gosdk.err = fmt.Errorf("go mod download %s: %s %v", gosdkVersion, info.Error, err)
-			return
-		}
-		gosdk.dir = info.Dir
-	})
-	if gosdk.err != nil {
-		t.Skipf("Extism fixture %s unavailable: %v", name, gosdk.err)
-	}
-	b, err := os.ReadFile(filepath.Join(gosdk.dir, "wasm", name))
-	if err != nil {
-		t.Skipf("Extism fixture %s unavailable: %v", name, err)
-	}
-	return b
-}
+// gosdkWasm returns one of go-sdk's prebuilt plugins (extismtest.Wasm).
+func gosdkWasm(t testing.TB, name string) []byte { return extismtest.Wasm(t, name) }
 
 // extismPlugin is a plugin directory entry of the Extism ABI.
 type extismPlugin struct {

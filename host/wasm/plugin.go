@@ -174,7 +174,7 @@ func (p *Plugin) compile(ctx context.Context) error {
 		}
 		return fmt.Errorf("plugin %q: module %s is not valid WebAssembly: %w", p.name, p.cat.ModulePath, err)
 	}
-	if err := checkModuleFor(p.cat.Manifest, code); err != nil {
+	if err := CheckModuleFor(p.cat.Manifest, code); err != nil {
 		return fmt.Errorf("plugin %q: module %s: %w", p.name, p.cat.ModulePath, err)
 	}
 	p.image, p.splitWhy = nil, ""
@@ -241,7 +241,7 @@ func (p *Plugin) compile(ctx context.Context) error {
 // The version the module speaks is known only by running it, at its first
 // instance. A module that imports extism:host/env is checked as an
 // Extism plugin instead (CheckExtismModule); the compile step then checks
-// it against its manifest's ABI (checkModuleFor). CheckModule is safe for
+// it against its manifest's ABI (CheckModuleFor). CheckModule is safe for
 // concurrent use.
 func CheckModule(code []byte) error {
 	in, err := wasmcheck.ReadInterface(code)
