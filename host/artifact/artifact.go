@@ -108,13 +108,14 @@ var types = map[string]string{
 	".svg": "image/svg+xml", ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
 	".gif": "image/gif", ".webp": "image/webp", ".pdf": "application/pdf", ".csv": "text/csv",
 	".json": "application/json", ".txt": "text/plain", ".md": "text/markdown", ".html": "text/html",
+	".wav": "audio/wav", ".mp3": "audio/mpeg", ".ogg": "audio/ogg",
 }
 
 // extOf is the extension a content type is stored under.
 var extOf = map[string]string{
 	"image/svg+xml": ".svg", "image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp",
 	"application/pdf": ".pdf", "text/csv": ".csv", "application/json": ".json", "text/plain": ".txt",
-	"text/markdown": ".md", "text/html": ".html",
+	"text/markdown": ".md", "text/html": ".html", "audio/wav": ".wav", "audio/mpeg": ".mp3", "audio/ogg": ".ogg",
 }
 
 // typeOf is the content type of a stored name.

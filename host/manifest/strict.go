@@ -63,6 +63,7 @@ var manifestShape = object(map[string]*shape{
 		"http":      strs,
 		"sql":       boolean,
 		"artifacts": boolean,
+		"client":    strs,
 	}),
 	"limits": object(map[string]*shape{
 		"timeout_ms":    integer,

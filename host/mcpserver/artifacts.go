@@ -13,7 +13,8 @@ import (
 )
 
 // Artifacts reach MCP clients as content of the call's result: a raster
-// image as image content, anything else (an SVG chart, a CSV) as an
+// image as image content, a sound (WAV, MP3, Ogg) as audio content,
+// anything else (an SVG chart, a CSV) as an
 // embedded resource, both up to InlineBytes; a larger one as a resource
 // link. Every artifact is also a resource (toolshed://artifacts/ID) that
 // resources/read serves from the store, for links and for clients that
@@ -36,6 +37,9 @@ func (s *Server) artifactContent(a artifact.Artifact) mcp.Content {
 	}
 	if rasterTypes[a.ContentType] {
 		return &mcp.ImageContent{Data: data, MIMEType: a.ContentType}
+	}
+	if strings.HasPrefix(a.ContentType, "audio/") {
+		return &mcp.AudioContent{Data: data, MIMEType: a.ContentType}
 	}
 	return &mcp.EmbeddedResource{Resource: resourceContents(a, data)}
 }

@@ -66,7 +66,7 @@ func (ms *session) dispatch(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		args = "{}"
 	}
 	start := time.Now()
-	res, _ := ms.hs.Call(ctx, a.Name, args)
+	res, _ := ms.hs.Call(withClient(ctx, req.Session, req.Params), a.Name, args)
 	ms.front.opts.Metrics.ObserveCall(&host.ToolCallRecord{Name: a.Name, Plugin: ms.hs.PluginOf(a.Name), IsError: res.IsError,
 		Duration: time.Since(start)})
 	return ms.front.result(res), nil

@@ -45,6 +45,10 @@ type Grants struct {
 	// ("" grants none). Files get unique names; at most 16 MiB each,
 	// within the Caps' artifact quotas.
 	Artifacts string
+	// Client lists the client features granted ("log", "progress",
+	// "sample", "elicit"): what the plugin may ask of the MCP client a
+	// call comes from (client.go).
+	Client []string
 	// SHA256, when set, pins the grants to one module: a plugin whose
 	// module has another sha256 gets no grants at all (and a warning
 	// naming both hashes is logged), as a plugin the operator never
@@ -90,6 +94,7 @@ type effective struct {
 	sql       string
 	artifacts string
 	client    *http.Client
+	mcp       []string // client features (client.go)
 }
 
 func intersect(m *manifest.Manifest, g Grants) effective {
@@ -125,6 +130,7 @@ func intersect(m *manifest.Manifest, g Grants) effective {
 	if m.Capabilities.Artifacts {
 		e.artifacts = g.Artifacts
 	}
+	e.mcp = intersectClient(m.Capabilities.Client, g.Client)
 	if len(e.http) > 0 {
 		e.client = newHTTPClient(e)
 	}
@@ -150,6 +156,9 @@ func (e effective) describe() string {
 	}
 	if e.artifacts != "" {
 		parts = append(parts, "artifacts")
+	}
+	if len(e.mcp) > 0 {
+		parts = append(parts, "client["+strings.Join(e.mcp, ",")+"]")
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -181,6 +190,7 @@ func denied(m *manifest.Manifest, e effective) string {
 	if m.Capabilities.Artifacts && e.artifacts == "" {
 		parts = append(parts, "artifacts")
 	}
+	parts = append(parts, deniedClient(m.Capabilities.Client, e.mcp)...)
 	if len(parts) == 0 {
 		return "none"
 	}
@@ -384,6 +394,8 @@ func (p *Plugin) dispatch(ctx context.Context, in *instance, op string, req []by
 		}
 		in.saved = append(in.saved, a)
 		return abi.ArtifactReply{Name: a.ID, Path: a.Path, Size: int(a.Size)}, nil
+	case abi.OpClientLog, abi.OpClientProgress, abi.OpClientSample, abi.OpClientElicit:
+		return clientOp(ctx, op, req, e.mcp)
 	default:
 		return nil, fmt.Errorf("unknown host operation %q", op)
 	}

@@ -8,7 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/toolshed/toolshed/host/manifest"
 )
 
 // GrantsFile is the operator's grants and caps as a JSON file:
@@ -22,7 +26,8 @@ import (
 //	                "config": {"weather.endpoint": "https://api.example.com"},
 //	                "http": {"allow": ["https://api.example.com"]}},
 //	    "glossary": {"mounts": {"glossary": "/srv/glossary"}},
-//	    "textkit": {"log": true}
+//	    "textkit": {"log": true},
+//	    "reports": {"client": ["log", "progress", "sample", "elicit"]}
 //	  }
 //	}
 //
@@ -62,8 +67,9 @@ type GrantsFile struct {
 			MaxResponseBytes int64    `json:"max_response_bytes"`
 			TimeoutMS        int      `json:"timeout_ms"`
 		} `json:"http"`
-		SQL       string `json:"sql"`
-		Artifacts string `json:"artifacts"`
+		SQL       string   `json:"sql"`
+		Artifacts string   `json:"artifacts"`
+		Client    []string `json:"client"`
 	} `json:"plugins"`
 }
 
@@ -118,6 +124,13 @@ func LoadGrants(path string) (Caps, map[string]Grants, error) {
 				return Caps{}, nil, fmt.Errorf("%s: plugins.%s.http.allow[%d]: %v", path, name, i, err)
 			}
 		}
+		for i, f := range p.Client {
+			if !slices.Contains(manifest.ClientFeatures, f) {
+				return Caps{}, nil, fmt.Errorf("%s: plugins.%s.client[%d]: %q is not a client feature (one of %s)", path, name, i, f,
+					strings.Join(manifest.ClientFeatures, ", "))
+			}
+		}
+		g.Client = p.Client
 		grants[name] = g
 	}
 	return caps, grants, nil

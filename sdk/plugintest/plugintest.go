@@ -83,30 +83,7 @@ func New(t testing.TB, cfg Config) *Plugin {
 	if module == "" || cfg.Manifest == "" {
 		t.Fatal("plugintest: Config needs Dir or Module, and Manifest")
 	}
-	code, err := os.ReadFile(module)
-	if err != nil {
-		t.Fatal(err)
-	}
-	man, err := os.ReadFile(cfg.Manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(code)
-	var m struct {
-		Name string `json:"name"`
-	}
-	if err := json.Unmarshal(man, &m); err != nil {
-		t.Fatalf("plugintest: %s: %v", cfg.Manifest, err)
-	}
-	dir := t.TempDir()
-	man = wasmField.ReplaceAll(man, []byte("${1}"+m.Name+".wasm${2}"))
-	man = sha256Field.ReplaceAll(man, []byte("${1}"+hex.EncodeToString(sum[:])+"${2}"))
-	if err := os.WriteFile(filepath.Join(dir, m.Name+".wasm"), code, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, m.Name+".json"), man, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, name := Pin(t, module, cfg.Manifest)
 	snap, err := catalog.Load(dir, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +96,7 @@ func New(t testing.TB, cfg Config) *Plugin {
 		logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	host, err := wasm.New(&wasm.Options{
-		Grants: map[string]wasm.Grants{m.Name: cfg.Grants},
+		Grants: map[string]wasm.Grants{name: cfg.Grants},
 		Caps:   cfg.Caps,
 		SQL:    cfg.SQL,
 		Logger: logger,
@@ -133,6 +110,39 @@ func New(t testing.TB, cfg Config) *Plugin {
 		host.Close(context.Background())
 	})
 	return p
+}
+
+// Pin writes a plugin directory for module and a copy of manifest whose
+// "wasm" and "sha256" name that module, and returns the directory and the
+// plugin's name: a catalog to load into a host of one's own (an MCP
+// server's, for instance).
+func Pin(t testing.TB, module, manifest string) (dir, name string) {
+	t.Helper()
+	code, err := os.ReadFile(module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(code)
+	var m struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(man, &m); err != nil {
+		t.Fatalf("plugintest: %s: %v", manifest, err)
+	}
+	dir = t.TempDir()
+	man = wasmField.ReplaceAll(man, []byte("${1}"+m.Name+".wasm${2}"))
+	man = sha256Field.ReplaceAll(man, []byte("${1}"+hex.EncodeToString(sum[:])+"${2}"))
+	if err := os.WriteFile(filepath.Join(dir, m.Name+".wasm"), code, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, m.Name+".json"), man, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, m.Name
 }
 
 // CallErr calls a tool with arguments (any JSON-encodable value, or
