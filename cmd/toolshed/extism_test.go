@@ -4,12 +4,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolshed/toolshed/internal/extismtest"
+	"github.com/toolshed/toolshed/internal/wasmbuild"
 )
 
 // writeExtismPlugin writes NAME.wasm and NAME.json (an Extism plugin's
@@ -141,4 +146,133 @@ func extismWAT(t *testing.T, imports, body string) []byte {
 		body = "(i32.const 0)"
 	}
 	return wat(t, "(module "+imports+` (memory (export "memory") 1) (func (export "run") (result i32) `+body+"))")
+}
+
+// goExtismModule builds host/wasm's Go fixture of the Extism ABI, which
+// is also an mcp.run servlet (describe, call).
+func goExtismModule(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(wasmbuild.Build(t, "../../host/wasm/testdata/extism/goplugin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestExtismImportServlet: plugins import --extism --servlet writes the
+// manifest from the servlet's describe; its tools are called through the
+// CLI (text, isError, an image as an artifact or left out) and over MCP.
+func TestExtismImportServlet(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "My Servlet.wasm")
+	if err := os.WriteFile(mod, goExtismModule(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI("plugins", "import", "--extism", "--servlet", mod)
+	if code != 0 || !strings.Contains(out, "my-servlet.json (3 tools)") {
+		t.Fatalf("import: exit %d %s%s", code, out, errs)
+	}
+	if code, _, errs := runCLI("plugins", "import", "--extism", "--servlet", mod); code != 1 || !strings.Contains(errs, "exists (--force overwrites it)") {
+		t.Fatalf("second import: exit %d %s", code, errs)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "my-servlet.json"))
+	for _, want := range []string{`"servlet": true`, `"abi": "extism"`, `"name": "shout"`, `"description": "Shout a message back in capitals."`, `"wasm": "My Servlet.wasm"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("manifest lacks %s:\n%s", want, b)
+		}
+	}
+	if code, out, errs := runCLI("plugins", "validate", "--compile", dir); code != 0 {
+		t.Fatalf("validate: exit %d %s%s", code, out, errs)
+	}
+	cache := "--cache-dir=" + filepath.Join(t.TempDir(), "cache")
+	if code, out, errs := runCLI("call", "--plugins", dir, cache, "shout", `{"message": "quiet please"}`); code != 0 || out != "QUIET PLEASE\n" {
+		t.Fatalf("shout: exit %d %q %s", code, out, errs)
+	}
+	if code, out, errs := runCLI("call", "--plugins", dir, cache, "grumpy", `{}`); code != 3 || !strings.Contains(out+errs, "no") {
+		t.Fatalf("grumpy: exit %d %q %s; want the servlet's isError as exit 3", code, out, errs)
+	}
+	code, out, errs = runCLI("call", "--plugins", dir, cache, "picture", `{}`)
+	if code != 0 || !strings.Contains(out, "here it is") || !strings.Contains(out, `capability \"artifacts\" is not granted`) && !strings.Contains(out, `capability "artifacts" is not granted`) {
+		t.Fatalf("picture, no artifacts granted: exit %d %q %s", code, out, errs)
+	}
+	grants := filepath.Join(t.TempDir(), "grants.json")
+	b, _ = os.ReadFile(filepath.Join(dir, "my-servlet.json"))
+	b = []byte(strings.Replace(string(b), `"capabilities": {}`, `"capabilities": {"artifacts": true}`, 1))
+	os.WriteFile(filepath.Join(dir, "my-servlet.json"), b, 0o644)
+	os.WriteFile(grants, []byte(`{"plugins": {"my-servlet": {"artifacts": "pictures"}}}`), 0o644)
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	code, out, errs = runCLI("call", "--plugins", dir, cache, "--grants", grants, "picture", `{}`)
+	if code != 0 || !strings.Contains(out, "stored as artifact") {
+		t.Fatalf("picture, artifacts granted: exit %d %q %s", code, out, errs)
+	}
+
+	// Over MCP: found by tool_search, called.
+	t.Setenv("TOOLSHED_PLUGINS_CACHE_DIR", testCacheDir)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	stdin = inR
+	defer func() { stdin = strings.NewReader("") }()
+	done := make(chan int, 1)
+	go func() {
+		var errb strings.Builder
+		code := run([]string{"mcp", "--plugins", dir, "--no-time", "--no-todo"}, outW, &errb)
+		outW.Close()
+		done <- code
+	}()
+	cs, changed := mcpClient(t, &mcp.IOTransport{Reader: outR, Writer: inW}, "")
+	if text, isErr := callText(t, cs, "tool_search", map[string]any{"query": "shout a message in capitals"}); isErr || !strings.Contains(text, "shout") {
+		t.Fatalf("tool_search: %q", text)
+	}
+	select {
+	case <-changed:
+	case <-time.After(time.Minute): // for an event that never comes (on time: milliseconds)
+		t.Fatal("no notifications/tools/list_changed")
+	}
+	if text, isErr := callText(t, cs, "shout", map[string]any{"message": "over mcp"}); isErr || text != "OVER MCP" {
+		t.Fatalf("shout over MCP: %q %v", text, isErr)
+	}
+	if text, isErr := callText(t, cs, "tool_search", map[string]any{"query": "refuse whatever is asked"}); isErr || !strings.Contains(text, "grumpy") {
+		t.Fatalf("tool_search: %q", text)
+	}
+	if text, isErr := callText(t, cs, "grumpy", map[string]any{}); !isErr || text != "no" {
+		t.Fatalf("grumpy over MCP: %q %v", text, isErr)
+	}
+	cs.Close()
+	inW.Close()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // for an event that never comes (on time: milliseconds)
+		t.Fatal("toolshed mcp did not end when the client left")
+	}
+}
+
+// TestExtismImportPlain: a plain plugin's import is a stub listing its
+// functions, which validation refuses until the descriptions are there.
+func TestExtismImportPlain(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "hello.wasm")
+	os.WriteFile(mod, extismtest.Wasm(t, "hello.wasm"), 0o644)
+	code, out, errs := runCLI("plugins", "import", "--extism", mod)
+	if code != 0 || !strings.Contains(out, "hello.json (1 tool)") || !strings.Contains(out, "fill in each tool's description") {
+		t.Fatalf("import: exit %d %s%s", code, out, errs)
+	}
+	code, out, _ = runCLI("plugins", "validate", dir)
+	if code != 1 || !strings.Contains(out, "tools[0].description: missing") {
+		t.Fatalf("validate of the stub: exit %d %s", code, out)
+	}
+	path := filepath.Join(dir, "hello.json")
+	b, _ := os.ReadFile(path)
+	os.WriteFile(path, []byte(strings.Replace(string(b), `"description": ""`, `"description": "Say hello to the world."`, 1)), 0o644)
+	if code, out, errs := runCLI("call", "--plugins", dir, "--cache-dir=off", "run_test", `{}`); code != 0 || out != "Hello, world!\n" {
+		t.Fatalf("call after filling in: exit %d %q %s", code, out, errs)
+	}
+	// Not an Extism module: said so.
+	bad := filepath.Join(dir, "plain.wasm")
+	os.WriteFile(bad, wat(t, `(module (import "env" "x" (func)) (memory (export "memory") 1))`), 0o644)
+	if code, _, errs := runCLI("plugins", "import", "--extism", bad); code != 1 || !strings.Contains(errs, "env.x, which this host does not provide") {
+		t.Fatalf("import of a non-Extism module: exit %d %s", code, errs)
+	}
+	if code, _, errs := runCLI("plugins", "import", mod); code != 1 || !strings.Contains(errs, "--extism") {
+		t.Fatalf("import without --extism: exit %d %s", code, errs)
+	}
 }

@@ -26,6 +26,7 @@ const pluginsUsage = `usage: toolshed plugins list [--plugins DIR] [--json]
        toolshed plugins validate [--compile] [DIR | --plugins DIR]
        toolshed plugins pin [--grants FILE] MANIFEST.json...
        toolshed plugins new [--lang go|c] [--sdk DIR] NAME
+       toolshed plugins import --extism [--servlet] [--name NAME] [-o FILE] MODULE.wasm
        toolshed plugins push REF MANIFEST.json
        toolshed plugins pull REF [DIR]
 
@@ -48,6 +49,8 @@ func cmdPlugins(args []string, stdout, stderr io.Writer) error {
 		return pluginsRegistry(args[0], args[1:], stdout, stderr)
 	case "new":
 		return pluginsNew(args[1:], stdout, stderr)
+	case "import":
+		return pluginsImport(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, pluginsUsage)
 		return nil

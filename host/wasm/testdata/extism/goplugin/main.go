@@ -5,6 +5,8 @@
 package main
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -234,5 +236,48 @@ func erroring() int32 { return fail("no luck: " + string(input())) }
 //
 //go:wasmexport exitcode
 func exitcode() int32 { return 7 }
+
+// describe and call make the module an mcp.run servlet as well.
+//
+//go:wasmexport describe
+func describe() int32 {
+	return output(`{"tools": [
+  {"name": "shout", "description": "Shout a message back in capitals.",
+   "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}},
+  {"name": "picture", "description": "Draw a tiny picture.", "inputSchema": {"type": "object"}},
+  {"name": "grumpy", "description": "Refuse whatever is asked.", "inputSchema": {"type": "object"}}
+]}`)
+}
+
+//go:wasmexport call
+func call() int32 {
+	var req struct {
+		Params struct {
+			Name      string         `json:"name"`
+			Arguments map[string]any `json:"arguments"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(input(), &req); err != nil {
+		return fail("bad request: " + err.Error())
+	}
+	text := func(s string, isErr bool) int32 {
+		b, _ := json.Marshal(map[string]any{"content": []any{map[string]string{"type": "text", "text": s}}, "isError": isErr})
+		return output(string(b))
+	}
+	switch req.Params.Name {
+	case "shout":
+		msg, _ := req.Params.Arguments["message"].(string)
+		return text(strings.ToUpper(msg), false)
+	case "picture":
+		b, _ := json.Marshal(map[string]any{"content": []any{
+			map[string]string{"type": "text", "text": "here it is"},
+			map[string]string{"type": "image", "mimeType": "image/png", "data": base64.StdEncoding.EncodeToString([]byte("\x89PNG fake"))},
+		}})
+		return output(string(b))
+	case "grumpy":
+		return text("no", true)
+	}
+	return text("unknown tool "+req.Params.Name, true)
+}
 
 func main() {}
