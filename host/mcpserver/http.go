@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -73,11 +74,13 @@ func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sid := r.Header.Get("Mcp-Session-Id")
 		if sid != "" {
-			s.mu.Lock()
-			ms := s.live[sid]
-			s.mu.Unlock()
-			if ms != nil && subtle.ConstantTimeCompare([]byte(ms.tenant), []byte(s.opts.Tenant(r))) != 1 {
+			tenant := s.opts.Tenant(r)
+			ms := s.liveSession(sid)
+			if ms != nil && subtle.ConstantTimeCompare([]byte(ms.tenant), []byte(tenant)) != 1 {
 				ms = nil // another key's session: as if it did not exist
+			}
+			if s.opts.Store != nil {
+				ms = s.shared(h, r, sid, tenant, ms) // store.go
 			}
 			if ms == nil {
 				// Closed (DELETE, idle, evicted), never made, or another
@@ -98,6 +101,9 @@ func (s *Server) Handler() http.Handler {
 			s.mu.Unlock()
 			if ms != nil {
 				ms.setReason("deleted")
+				// Ended for the fleet before the answer: the client's next
+				// request, wherever it goes, finds it ended (store.go).
+				s.released(ms, "deleted")
 			}
 			h.ServeHTTP(w, r)
 		default:
@@ -298,7 +304,12 @@ func idString(id jsonrpc.ID) string {
 // held from here until the session closes.
 func (s *Server) initialize(h http.Handler, w http.ResponseWriter, r *http.Request, id jsonrpc.ID) {
 	tenant := s.opts.Tenant(r)
-	if ok, atShare := s.admit(tenant); !ok {
+	sid := rand.Text() // the session's id from here (the store counts it before the SDK makes it)
+	admit := func() (bool, bool) { return s.admit(tenant) }
+	if s.opts.Store != nil {
+		admit = func() (bool, bool) { return s.admitShared(r, sid, tenant) }
+	}
+	if ok, atShare := admit(); !ok {
 		w.Header().Set("Retry-After", "5")
 		if atShare {
 			s.opts.Metrics.MCPKeyRefused()
@@ -312,17 +323,10 @@ func (s *Server) initialize(h http.Handler, w http.ResponseWriter, r *http.Reque
 			fmt.Sprintf("too many MCP sessions (%d alive, the limit: server.mcp.max_sessions); try again later", s.opts.MaxSessions))
 		return
 	}
-	endGauge, endKey := s.opts.Metrics.SessionStarted("mcp"), s.opts.Metrics.MCPKeySession(tenant)
-	ms := s.newSession(tenant, func() { // once (newSession)
-		endGauge()
-		endKey()
-		s.mu.Lock()
-		s.admitted--
-		if s.byTenant[tenant]--; s.byTenant[tenant] <= 0 {
-			delete(s.byTenant, tenant)
-		}
-		s.mu.Unlock()
-	})
+	ms := s.startSession(tenant)
+	ms.store.mu.Lock()
+	ms.store.sid = sid
+	ms.store.mu.Unlock()
 	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, ms)))
 
 	ms.mu.Lock()
@@ -339,7 +343,6 @@ func (s *Server) initialize(h http.Handler, w http.ResponseWriter, r *http.Reque
 		ms.close()
 		return
 	}
-	sid := ss.ID()
 	timer := time.AfterFunc(s.opts.InitTimeout, func() {
 		ms.mu.Lock()
 		ok := ms.initialized
@@ -358,6 +361,33 @@ func (s *Server) initialize(h http.Handler, w http.ResponseWriter, r *http.Reque
 		s.mu.Unlock()
 		ms.close()
 	}()
+}
+
+// startSession makes a session of tenant that holds one of this replica's
+// counts (taken by the caller: admit, admitShared, adopt); they are freed
+// when it closes, and, with a store, its slots there when it ended for
+// good (released).
+func (s *Server) startSession(tenant string) *session {
+	endGauge, endKey := s.opts.Metrics.SessionStarted("mcp"), s.opts.Metrics.MCPKeySession(tenant)
+	var ms *session
+	ms = s.newSession(tenant, func() { // once (newSession)
+		endGauge()
+		endKey()
+		s.mu.Lock()
+		s.admitted--
+		if s.byTenant[tenant]--; s.byTenant[tenant] <= 0 {
+			delete(s.byTenant, tenant)
+		}
+		s.mu.Unlock()
+		ms.mu.Lock()
+		reason := ms.reason
+		ms.mu.Unlock()
+		s.released(ms, reason)
+	})
+	if s.opts.Store != nil {
+		ms.srv.AddReceivingMiddleware(ms.storeMiddleware)
+	}
+	return ms
 }
 
 // admit takes a slot for a session of tenant: one of MaxSessions and one
@@ -384,14 +414,19 @@ func (s *Server) admit(tenant string) (ok, atShare bool) {
 		if victim == nil {
 			return false, atShare
 		}
-		victim.setReason("evicted")
-		victim.ended() // its slots are this one's now
-		s.opts.Logger.Info("mcp session evicted for a new one", "session", victim.id(), "idle", time.Since(victim.seen()).Round(time.Second))
-		victim.mu.Lock()
-		ss := victim.ss
-		victim.mu.Unlock()
-		ss.Close()
+		s.evict(victim)
 	}
+}
+
+// evict closes a session to make room for a new one.
+func (s *Server) evict(victim *session) {
+	victim.setReason("evicted")
+	victim.ended() // its slots are the new one's now
+	s.opts.Logger.Info("mcp session evicted for a new one", "session", victim.id(), "idle", time.Since(victim.seen()).Round(time.Second))
+	victim.mu.Lock()
+	ss := victim.ss
+	victim.mu.Unlock()
+	ss.Close()
 }
 
 // idlest is the live session idle longest, with no request in progress

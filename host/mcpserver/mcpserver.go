@@ -25,6 +25,7 @@ import (
 	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/metrics"
 	"github.com/toolshed/toolshed/internal/buildinfo"
+	"github.com/toolshed/toolshed/internal/sessionstore"
 )
 
 // ProtocolVersions are the MCP revisions served, newest first. The
@@ -85,6 +86,11 @@ type Options struct {
 	// initialize: a request of another tenant naming its Mcp-Session-Id
 	// is answered as for an unknown session (HTTP 404). Nil: one tenant.
 	Tenant func(r *http.Request) string
+	// Store, when set, keeps the HTTP sessions and their counts where
+	// every replica finds them, so that any replica serves any request
+	// of any session and MaxSessions and MaxSessionsPerTenant hold for
+	// the fleet (store.go). Nil: this process's memory alone.
+	Store sessionstore.Store
 }
 
 // Server serves MCP sessions over one host.Host. It is safe for
@@ -101,6 +107,7 @@ type Server struct {
 	byTenant map[string]int         // of admitted, each tenant's (none at 0)
 	inflight map[inflightKey]func() // cancels of the POSTs of calls in progress
 	live     map[string]*session    // initialized HTTP sessions by id
+	fleet    fleetState             // with a Store (store.go)
 }
 
 // New returns the MCP front end of h.
@@ -162,6 +169,7 @@ type session struct {
 	hs     *host.Session
 	srv    *mcp.Server
 	tenant string // whose session it is (Options.Tenant of its initialize)
+	store  storeState
 
 	mu          sync.Mutex
 	registered  map[string]bool
@@ -191,13 +199,16 @@ func (s *Server) newSession(tenant string, ended func()) *session {
 		// (listChanged is still advertised, see onInitialize); the call
 		// that changes the list sends the notification within itself
 		// (notifyListChanged).
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
+		// Logging: plugins granted client.log send notifications/message
+		// (client.go).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}, Logging: &mcp.LoggingCapabilities{}},
 		InitializedHandler: func(context.Context, *mcp.InitializedRequest) {
 			ms.mu.Lock()
 			ms.initialized = true
 			ms.mu.Unlock()
 		},
 		SupportedProtocolVersions: ProtocolVersions,
+		GetSessionID:              ms.sessionID, // store.go
 	})
 	ms.srv.AddReceivingMiddleware(ms.onInitialize, ms.refuseUnknown)
 	s.addArtifactResources(ms.srv)
@@ -338,7 +349,8 @@ func (ms *session) refuseUnknown(next mcp.MethodHandler) mcp.MethodHandler {
 		if known {
 			return next(ctx, method, req)
 		}
-		res, _ := ms.hs.Call(ctx, p.Name, string(p.Arguments))
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		res, _ := ms.hs.Call(withClient(ctx, ss, p), p.Name, string(p.Arguments))
 		ms.front.opts.Metrics.ObserveCall(&host.ToolCallRecord{Name: p.Name, Plugin: ms.hs.PluginOf(p.Name), IsError: true})
 		return ms.front.result(res), nil
 	}
@@ -367,7 +379,7 @@ func (ms *session) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 			}
 		}
 	} else {
-		res, rec = ms.hs.Call(ctx, name, args)
+		res, rec = ms.hs.Call(withClient(ctx, req.Session, req.Params), name, args)
 	}
 	ms.front.opts.Metrics.ObserveCall(&host.ToolCallRecord{Name: name, Plugin: ms.hs.PluginOf(name), IsError: res.IsError,
 		Duration: time.Since(start), Search: rec})

@@ -1,0 +1,220 @@
+package mcpserver_test
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolshed/toolshed/host/mcpserver"
+	"github.com/toolshed/toolshed/internal/redistest"
+	"github.com/toolshed/toolshed/internal/sessionstore"
+)
+
+// replica is one serve process's MCP front end on a shared store: its own
+// host (its own plugin instances), its own HTTP server.
+type replica struct {
+	s   *mcpserver.Server
+	url string
+	srv *httptest.Server
+}
+
+func replicas(t *testing.T, n int, opts mcpserver.Options, storeURL string, log *slog.Logger) []*replica {
+	t.Helper()
+	var out []*replica
+	for range n {
+		st, err := sessionstore.Open(storeURL, &sessionstore.Options{Logger: log, Timeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		o := opts
+		o.Store = st
+		o.Logger = log
+		o.Tenant = func(r *http.Request) string { return r.Header.Get("Authorization") }
+		s := mcpserver.New(testHost(t, nil, "textkit"), &o)
+		srv := httptest.NewServer(s.Handler())
+		t.Cleanup(srv.Close)
+		out = append(out, &replica{s: s, url: srv.URL, srv: srv})
+	}
+	return out
+}
+
+// open initializes a session of key on url and returns its id ("" and
+// the status when refused).
+func open(t *testing.T, url, key string) (string, int) {
+	t.Helper()
+	resp, msgs := keyed(t, "POST", url, key, "", initBody)
+	if resp.StatusCode != 200 {
+		return "", resp.StatusCode
+	}
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if sid == "" || len(msgs) != 1 || msgs[0].Error != nil {
+		t.Fatalf("initialize: %+v", msgs)
+	}
+	if resp, _ := keyed(t, "POST", url, key, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != 202 {
+		t.Fatalf("initialized: %d", resp.StatusCode)
+	}
+	return sid, 200
+}
+
+func call(t *testing.T, url, key, sid, body string) (int, string) {
+	t.Helper()
+	resp, msgs := keyed(t, "POST", url, key, sid, body)
+	var b strings.Builder
+	for _, m := range msgs {
+		b.Write(m.Result)
+		if m.Error != nil {
+			b.WriteString("error: " + m.Error.Message)
+		}
+	}
+	return resp.StatusCode, b.String()
+}
+
+const (
+	searchSlug = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"url slug"}}}`
+	callSlug   = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slugify","arguments":{"text":"Hello World"}}}`
+	listTools  = `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`
+)
+
+// TestStoreAnyReplica: a session initialised and discovering on A is
+// served by B after A is gone, with no new initialize: the discovered
+// tool runs on B and tools/list on B shows it. Another key naming the
+// session gets 404 on B as on A. What B discovers reaches A; a DELETE on
+// B ends the session on A too.
+func TestStoreAnyReplica(t *testing.T) {
+	redis := redistest.Start(t)
+	rs := replicas(t, 3, mcpserver.Options{}, redis.URL, nil)
+	a, b, c := rs[0], rs[1], rs[2]
+
+	sid, _ := open(t, a.url, "key-a")
+	if code, out := call(t, a.url, "key-a", sid, searchSlug); code != 200 || !strings.Contains(out, "slugify") {
+		t.Fatalf("tool_search on A: %d %s", code, out)
+	}
+	a.srv.CloseClientConnections()
+	a.srv.Close() // A is gone
+
+	if code, out := call(t, b.url, "key-b", sid, listTools); code != 404 {
+		t.Fatalf("another key naming the session on B: %d %s", code, out)
+	}
+	if code, out := call(t, b.url, "key-a", sid, callSlug); code != 200 || !strings.Contains(out, "hello-world") || strings.Contains(out, `"isError":true`) {
+		t.Fatalf("the discovered tool on B: %d %s", code, out)
+	}
+	if code, out := call(t, b.url, "key-a", sid, listTools); code != 200 || !strings.Contains(out, `"slugify"`) {
+		t.Fatalf("tools/list on B: %d %s", code, out)
+	}
+
+	// C adopts too; B discovers more; C sees it on its next request.
+	if code, out := call(t, c.url, "key-a", sid, listTools); code != 200 || !strings.Contains(out, `"slugify"`) {
+		t.Fatalf("tools/list on C: %d %s", code, out)
+	}
+	if code, out := call(t, b.url, "key-a", sid, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"word count of a text"}}}`); code != 200 {
+		t.Fatalf("second search on B: %d %s", code, out)
+	}
+	_, onB := call(t, b.url, "key-a", sid, listTools)
+	_, onC := call(t, c.url, "key-a", sid, listTools)
+	if onB != onC {
+		t.Fatalf("tools/list on B and C differ:\nB %s\nC %s", onB, onC)
+	}
+
+	// DELETE on B ends it on C as well.
+	if resp, _ := keyed(t, "DELETE", b.url, "key-a", sid, ""); resp.StatusCode/100 != 2 {
+		t.Fatalf("DELETE on B: %d", resp.StatusCode)
+	}
+	if code, out := call(t, c.url, "key-a", sid, listTools); code != 404 {
+		t.Fatalf("the deleted session on C: %d %s", code, out)
+	}
+	waitFor(t, "C to close its copy", func() bool { return c.s.Sessions() == 0 })
+}
+
+// TestStoreFleetLimits: a key limited to 2 sessions gets its third
+// refused whichever replica it asks; another key still gets in; the
+// fleet's max_sessions holds across replicas.
+func TestStoreFleetLimits(t *testing.T) {
+	redis := redistest.Start(t)
+	rs := replicas(t, 2, mcpserver.Options{MaxSessions: 4, MaxSessionsPerTenant: 2, EvictAfter: -1}, redis.URL, nil)
+	a, b := rs[0], rs[1]
+	if _, code := open(t, a.url, "key-a"); code != 200 {
+		t.Fatal(code)
+	}
+	first, code := open(t, b.url, "key-a")
+	if code != 200 {
+		t.Fatal(code)
+	}
+	for _, r := range rs {
+		if _, code := open(t, r.url, "key-a"); code != http.StatusTooManyRequests {
+			t.Fatalf("key A's third session: %d, want 429", code)
+		}
+	}
+	for _, r := range rs {
+		if _, code := open(t, r.url, "key-b"); code != 200 {
+			t.Fatalf("key B: %d", code)
+		}
+	}
+	// 4 alive in the fleet: the fifth is refused on either replica.
+	for _, r := range rs {
+		if _, code := open(t, r.url, "key-c"); code != http.StatusServiceUnavailable {
+			t.Fatalf("a fifth session in the fleet: %d, want 503", code)
+		}
+	}
+	// Closing one of A's sessions (on B, where it lives) frees A's slot
+	// for the fleet.
+	if resp, _ := keyed(t, "DELETE", b.url, "key-a", first, ""); resp.StatusCode/100 != 2 {
+		t.Fatalf("DELETE: %d", resp.StatusCode)
+	}
+	waitFor(t, "key A's slot", func() bool { _, code := open(t, a.url, "key-a"); return code == 200 })
+}
+
+// TestStoreOutage: with the store gone, a session keeps working on its
+// replica, new ones are made there under the same limits counted by the
+// replica alone (never none), and the log says so once; when the store
+// returns empty, the sessions the replica holds are saved again and
+// another replica can serve them.
+func TestStoreOutage(t *testing.T) {
+	redis := redistest.Start(t)
+	var log syncBuffer
+	rs := replicas(t, 2, mcpserver.Options{MaxSessions: 10, MaxSessionsPerTenant: 2, EvictAfter: -1}, redis.URL,
+		slog.New(slog.NewTextHandler(&log, nil)))
+	a, b := rs[0], rs[1]
+	sid, _ := open(t, a.url, "key-a")
+	if code, out := call(t, a.url, "key-a", sid, searchSlug); code != 200 || !strings.Contains(out, "slugify") {
+		t.Fatalf("tool_search: %d %s", code, out)
+	}
+
+	redis.Stop()
+	if code, out := call(t, a.url, "key-a", sid, callSlug); code != 200 || !strings.Contains(out, "hello-world") {
+		t.Fatalf("the session on its replica, store down: %d %s", code, out)
+	}
+	during, code := open(t, a.url, "key-a")
+	if code != 200 {
+		t.Fatalf("a new session, store down: %d", code)
+	}
+	if _, code := open(t, a.url, "key-a"); code != http.StatusTooManyRequests {
+		t.Fatalf("key A's third session on one replica, store down: %d, want 429 (the replica's own count)", code)
+	}
+	if code, _ := call(t, a.url, "key-a", during, callSlug); code != 200 {
+		t.Fatalf("the session made during the outage: %d", code)
+	}
+	if !strings.Contains(log.String(), "session store unreachable") {
+		t.Fatalf("no log line for the outage:\n%s", log.String())
+	}
+
+	redis.Restart() // empty
+	for _, s := range []string{sid, during} {
+		if code, _ := call(t, a.url, "key-a", s, listTools); code != 200 {
+			t.Fatalf("on A after the store came back: %d", code)
+		}
+	}
+	if code, out := call(t, b.url, "key-a", sid, callSlug); code != 200 || !strings.Contains(out, "hello-world") {
+		t.Fatalf("its discovered tool on B after the store came back: %d %s", code, out)
+	}
+	if code, out := call(t, b.url, "key-a", during, listTools); code != 200 || strings.Contains(out, "slugify") {
+		t.Fatalf("the session made during the outage on B: %d %s", code, out)
+	}
+	// The fleet counts them again: key A holds 2.
+	if _, code := open(t, b.url, "key-a"); code != http.StatusTooManyRequests {
+		t.Fatalf("key A's third session after the store came back: %d, want 429", code)
+	}
+}
