@@ -45,7 +45,8 @@ trap cleanup EXIT
 
 # The catalog: the bundled plugins and the fixture plugin (fixtures/: the
 # suite's fixture tools as a WebAssembly plugin, pinned and granted its
-# artifacts here), so the tools scenarios run through a real plugin. The
+# artifacts and every client feature here), so the tools scenarios run
+# through a real plugin. The
 # suite calls the fixture tools by name, without tool_search:
 # agent.auto_discover lets such a call discover its tool.
 plugins=$work/plugins
@@ -54,7 +55,7 @@ cp -R plugin-manifests/. "$plugins/"
 GOOS=wasip1 GOARCH=wasm ${GO:-go} build -trimpath -buildvcs=false -buildmode=c-shared -o "$plugins/conformance.wasm" ./host/mcpserver/conformance/fixtures
 cp host/mcpserver/conformance/fixtures/conformance.json "$plugins/"
 "$bin" plugins pin "$plugins/conformance.json" >/dev/null
-sed -i 's|"plugins": {|"plugins": {\n    "conformance": {"artifacts": "default"},|' "$plugins/_grants.json"
+sed -i 's|"plugins": {|"plugins": {\n    "conformance": {"artifacts": "default", "client": ["log", "progress", "sample", "elicit"]},|' "$plugins/_grants.json"
 printf 'agent:\n  auto_discover: true\n' >"$work/toolshed.yaml"
 
 # A data directory of its own: the demo database and artifacts go there.
@@ -72,7 +73,12 @@ status=0
 # tool's error (which once passed tools-call-error and simple-text).
 if [ "$status" -eq 0 ]; then
 	for want in "tools-call-simple-text|This is a simple text response" "tools-call-error|intentionally returns an error" \
-		"tools-call-image|image/png" "tools-call-embedded-resource|toolshed://artifacts/"; do
+		"tools-call-image|image/png" "tools-call-embedded-resource|toolshed://artifacts/" \
+		"tools-call-audio|\"hasAudioContent\": true" "tools-call-with-logging|Tool execution completed" \
+		"tools-call-with-progress|Tool with progress executed successfully (3 progress" \
+		"tools-call-sampling|LLM response: This is a test response from the client" \
+		"tools-call-elicitation|User response: action=accept" "tools-call-mixed-content|\"resource\"" \
+		"elicitation-sep1034-defaults|John Doe" "elicitation-sep1330-enums|First Option"; do
 		scenario=${want%%|*} text=${want#*|}
 		if ! grep -qsF "$text" "$out"/server-"$scenario"-*/checks.json; then
 			echo "conformance: $scenario passed without the fixture plugin's answer ($text)" >&2

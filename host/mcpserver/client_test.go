@@ -1,0 +1,407 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/toolshed/toolshed/host"
+	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/mcpserver"
+	"github.com/toolshed/toolshed/host/wasm"
+	"github.com/toolshed/toolshed/internal/wasmbuild"
+	"github.com/toolshed/toolshed/sdk/plugintest"
+)
+
+// allClient grants every client feature.
+var allClient = wasm.Grants{Client: []string{"log", "progress", "sample", "elicit"}}
+
+// clientHost is a host over the clientkit test plugin (testdata/clientkit:
+// each tool repeats one client.* operation and reports the host's
+// answers) with the given grants; its tools are found without
+// tool_search (agent.auto_discover), as the conformance suite calls them.
+func clientHost(t *testing.T, g wasm.Grants) *host.Host {
+	t.Helper()
+	dir, name := plugintest.Pin(t, wasmbuild.Build(t, "testdata/clientkit"), "testdata/clientkit/clientkit.json")
+	snap, err := catalog.Load(dir, nil)
+	if err != nil || len(snap.Errors) > 0 {
+		t.Fatal(err, snap.Errors)
+	}
+	rt, err := wasm.New(&wasm.Options{CacheDir: filepath.Join(os.TempDir(), "toolshed-test-cache"),
+		Grants: map[string]wasm.Grants{name: g}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	h, err := host.New(host.Options{Client: openai.NewClientWithConfig(openai.DefaultConfig("")), Model: "none",
+		Catalog: func() *catalog.Snapshot { return snap }, Runtime: rt, Search: host.SearchOptions{Mode: host.ModeKeyword},
+		AutoDiscover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// heard is what a client received: log messages and progress values.
+type heard struct {
+	mu       sync.Mutex
+	logs     []string
+	progress []float64
+	tokens   []any
+}
+
+func (h *heard) counts() (int, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.logs), len(h.progress)
+}
+
+// clientOpts is a go-sdk client's options that record notifications in
+// h; sample and elicit, when set, answer sampling and elicitation (and
+// make the client declare them).
+func clientOpts(h *heard, sample func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error),
+	elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			s, _ := r.Params.Data.(string)
+			h.logs = append(h.logs, string(r.Params.Level)+":"+s)
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.progress = append(h.progress, r.Params.Progress)
+			h.tokens = append(h.tokens, r.Params.ProgressToken)
+		},
+		CreateMessageHandler: sample,
+		ElicitationHandler:   elicit,
+	}
+}
+
+// connectHTTP connects a go-sdk client with opts to an MCP server of h
+// over streamable HTTP.
+func connectHTTP(t *testing.T, h *host.Host, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	_, url := serveMCP(t, h, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// connectStdio connects a go-sdk client with opts to toolshed mcp's
+// stdio server of h.
+func connectStdio(t *testing.T, h *host.Host, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() {
+		mcpserver.New(h, nil).RunStdio(context.Background(), inR, outW)
+		outW.Close()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).
+		Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); inW.Close() })
+	return cs
+}
+
+// report is clientkit's result: the operations that succeeded, their
+// replies, the error that stopped them.
+type report struct {
+	OK      int               `json:"ok"`
+	Replies []json.RawMessage `json:"replies"`
+	Error   string            `json:"error"`
+}
+
+// callKit calls a clientkit tool (with a progress token when token is
+// set) and decodes its report.
+func callKit(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any, token any) report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p := &mcp.CallToolParams{Name: tool, Arguments: args}
+	if token != nil {
+		p.Meta = mcp.Meta{"progressToken": token}
+	}
+	res, err := cs.CallTool(ctx, p)
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	var r report
+	if err := json.Unmarshal([]byte(text), &r); err != nil {
+		t.Fatalf("%s: not a report (is_error %v): %s", tool, res.IsError, text)
+	}
+	return r
+}
+
+func setLevel(t *testing.T, cs *mcp.ClientSession, level mcp.LoggingLevel) {
+	t.Helper()
+	if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestClientLogAndProgress: a plugin's log messages reach the client as
+// notifications/message at or above the level it set, and its progress
+// as notifications/progress with the call's token, over HTTP and stdio;
+// without a token, progress is not sent and the plugin is told so.
+func TestClientLogAndProgress(t *testing.T) {
+	h := clientHost(t, allClient)
+	for _, transport := range []string{"http", "stdio"} {
+		t.Run(transport, func(t *testing.T) {
+			var got heard
+			opts := clientOpts(&got, nil, nil)
+			cs := connectHTTP
+			if transport == "stdio" {
+				cs = connectStdio
+			}
+			c := cs(t, h, opts)
+			setLevel(t, c, "warning")
+			if r := callKit(t, c, "clientLog", map[string]any{"level": "info", "message": "quiet"}, nil); r.OK != 1 || r.Error != "" {
+				t.Fatalf("info: %+v", r)
+			}
+			if r := callKit(t, c, "clientLog", map[string]any{"level": "error", "message": "loud", "times": 3}, nil); r.OK != 3 {
+				t.Fatalf("error: %+v", r)
+			}
+			waitFor(t, "3 log messages", func() bool { n, _ := got.counts(); return n >= 3 })
+			r := callKit(t, c, "clientProgress", map[string]any{"values": []float64{0, 50, 100}}, "tok-1")
+			if r.OK != 3 || string(r.Replies[0]) != "true" {
+				t.Fatalf("progress: %+v", r)
+			}
+			waitFor(t, "3 progress notifications", func() bool { _, n := got.counts(); return n >= 3 })
+			r = callKit(t, c, "clientProgress", map[string]any{"values": []float64{10}}, nil)
+			if r.OK != 1 || string(r.Replies[0]) != "false" {
+				t.Fatalf("progress without a token: %+v", r)
+			}
+			time.Sleep(50 * time.Millisecond) // anything late would land now
+			got.mu.Lock()
+			defer got.mu.Unlock()
+			if strings.Join(got.logs, ",") != "error:loud,error:loud,error:loud" {
+				t.Errorf("logs: %q (info is below the client's level, warning)", got.logs)
+			}
+			if len(got.progress) != 3 || got.progress[1] != 50 || got.tokens[2] != "tok-1" {
+				t.Errorf("progress: %v %v", got.progress, got.tokens)
+			}
+		})
+	}
+}
+
+// TestClientSampleAndElicit: a plugin asks the client's model and its user
+// and gets their answers; the elicited form's defaults are applied to
+// what the user left out.
+func TestClientSampleAndElicit(t *testing.T) {
+	h := clientHost(t, allClient)
+	var prompts []string
+	var mu sync.Mutex
+	sample := func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		mu.Lock()
+		prompts = append(prompts, r.Params.Messages[0].Content.(*mcp.TextContent).Text)
+		mu.Unlock()
+		return &mcp.CreateMessageResult{Role: "assistant", Model: "client-model", Content: &mcp.TextContent{Text: "forty-two"}}, nil
+	}
+	elicit := func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		if r.Params.Message != "Your name?" {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		}
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+	}
+	c := connectHTTP(t, h, clientOpts(&heard{}, sample, elicit))
+	r := callKit(t, c, "clientSample", map[string]any{"prompt": "the answer?", "times": 2}, nil)
+	if r.OK != 2 || !strings.Contains(string(r.Replies[0]), `"text":"forty-two"`) || !strings.Contains(string(r.Replies[1]), `"model":"client-model"`) {
+		t.Fatalf("sample: %+v", r)
+	}
+	if len(prompts) != 2 || prompts[0] != "the answer?" {
+		t.Fatalf("the client got %q", prompts)
+	}
+	schema := map[string]any{"type": "object", "properties": map[string]any{
+		"name":  map[string]any{"type": "string"},
+		"tier":  map[string]any{"type": "string", "enum": []string{"free", "pro"}, "default": "free"},
+		"seats": map[string]any{"type": "integer", "default": 3}}, "required": []string{"name"}}
+	r = callKit(t, c, "clientElicit", map[string]any{"message": "Your name?", "schema": schema}, nil)
+	if r.OK != 1 || r.Error != "" {
+		t.Fatalf("elicit: %+v", r)
+	}
+	var reply struct {
+		Action  string         `json:"action"`
+		Content map[string]any `json:"content"`
+	}
+	json.Unmarshal(r.Replies[0], &reply)
+	if reply.Action != "accept" || reply.Content["name"] != "Ada" || reply.Content["tier"] != "free" || reply.Content["seats"] != float64(3) {
+		t.Fatalf("elicit reply: %s", r.Replies[0])
+	}
+	r = callKit(t, c, "clientElicit", map[string]any{"message": "Something else", "schema": schema}, nil)
+	if r.OK != 1 || !strings.Contains(string(r.Replies[0]), `"action":"decline"`) || strings.Contains(string(r.Replies[0]), "content") {
+		t.Fatalf("declined: %+v", r)
+	}
+}
+
+// TestClientRefused: each feature the operator did not grant is refused
+// with an error naming it, and nothing reaches the client; a granted
+// feature the client does not offer (no sampling or elicitation handler)
+// is refused naming the client; a call that no MCP client made (the chat
+// completions path) is told there is no client.
+func TestClientRefused(t *testing.T) {
+	var got heard
+	var asked bool
+	sample := func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		asked = true
+		return &mcp.CreateMessageResult{Content: &mcp.TextContent{Text: "x"}}, nil
+	}
+	c := connectHTTP(t, clientHost(t, wasm.Grants{}), clientOpts(&got, sample, nil))
+	setLevel(t, c, "debug")
+	for tool, args := range map[string]map[string]any{
+		"clientLog":      {"level": "info", "message": "m"},
+		"clientProgress": {"values": []float64{1}},
+		"clientSample":   {"prompt": "p"},
+		"clientElicit":   {"message": "m", "schema": map[string]any{"type": "object"}},
+	} {
+		r := callKit(t, c, tool, args, "tok")
+		if r.OK != 0 || !strings.Contains(r.Error, "is not granted to this plugin") {
+			t.Errorf("%s without the grant: %+v", tool, r)
+		}
+	}
+	if n, p := got.counts(); n+p > 0 || asked {
+		t.Errorf("the client heard from a plugin without grants: %d logs, %d progress, sampled %v", n, p, asked)
+	}
+
+	h := clientHost(t, allClient)
+	c = connectHTTP(t, h, clientOpts(&got, nil, nil)) // no sampling, no elicitation
+	r := callKit(t, c, "clientSample", map[string]any{"prompt": "p"}, nil)
+	if r.OK != 0 || !strings.Contains(r.Error, `the MCP client (test 1) does not offer sampling`) {
+		t.Errorf("sampling a client without it: %+v", r)
+	}
+	r = callKit(t, c, "clientElicit", map[string]any{"message": "m", "schema": map[string]any{"type": "object"}}, nil)
+	if r.OK != 0 || !strings.Contains(r.Error, `does not offer elicitation`) {
+		t.Errorf("eliciting from a client without it: %+v", r)
+	}
+
+	// The chat completions path: host.Session.Call with no client bound.
+	s := h.NewSession()
+	defer s.Close()
+	res, _ := s.Call(context.Background(), "clientLog", `{"level":"info","message":"m"}`)
+	if !strings.Contains(res.Content, "did not come from an MCP client") {
+		t.Errorf("no MCP client: %s", res.Content)
+	}
+}
+
+// TestClientHostile: a plugin that floods the client is stopped by the
+// quota (exactly MaxClientNotifications reach the client), oversized
+// messages and malformed requests are refused before anything is sent,
+// and the requests per call are bounded; the session serves the next
+// call normally.
+func TestClientHostile(t *testing.T) {
+	var got heard
+	var mu sync.Mutex
+	samples := 0
+	sample := func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		mu.Lock()
+		samples++
+		mu.Unlock()
+		return &mcp.CreateMessageResult{Content: &mcp.TextContent{Text: "ok"}}, nil
+	}
+	c := connectHTTP(t, clientHost(t, allClient), clientOpts(&got, sample, nil))
+	setLevel(t, c, "debug")
+
+	r := callKit(t, c, "clientLog", map[string]any{"level": "info", "message": "flood", "times": 100000}, nil)
+	if r.OK != wasm.MaxClientNotifications || !strings.Contains(r.Error, "quota exceeded") {
+		t.Fatalf("flood: %d sent, %q", r.OK, r.Error)
+	}
+	waitFor(t, "the flood's messages", func() bool { n, _ := got.counts(); return n >= wasm.MaxClientNotifications })
+	time.Sleep(50 * time.Millisecond)
+	if n, _ := got.counts(); n != wasm.MaxClientNotifications {
+		t.Fatalf("the client got %d messages; the quota is %d", n, wasm.MaxClientNotifications)
+	}
+
+	r = callKit(t, c, "clientLog", map[string]any{"level": "info", "pad": wasm.MaxClientNotificationBytes + 1}, nil)
+	if r.OK != 0 || !strings.Contains(r.Error, "at most 8192") {
+		t.Errorf("oversized: %+v", r)
+	}
+	r = callKit(t, c, "clientLog", map[string]any{"level": "loud", "message": "m"}, nil)
+	if r.OK != 0 || !strings.Contains(r.Error, `level "loud" is not one of debug`) {
+		t.Errorf("bad level: %+v", r)
+	}
+	r = callKit(t, c, "clientProgress", map[string]any{"values": []float64{10, 20, 15}}, "tok")
+	if r.OK != 2 || !strings.Contains(r.Error, "progress must increase") {
+		t.Errorf("progress going back: %+v", r)
+	}
+	r = callKit(t, c, "clientSample", map[string]any{"prompt": "p", "times": 50}, nil)
+	if r.OK != wasm.MaxClientRequests || !strings.Contains(r.Error, "quota exceeded") || samples != wasm.MaxClientRequests {
+		t.Errorf("50 samplings in a call: %d answered, client asked %d times, %q", r.OK, samples, r.Error)
+	}
+	r = callKit(t, c, "clientSample", map[string]any{"prompt": strings.Repeat("p", wasm.MaxClientRequestBytes+1)}, nil)
+	if r.OK != 0 || !strings.Contains(r.Error, "at most 65536") {
+		t.Errorf("oversized sampling: %+v", r)
+	}
+	r = callKit(t, c, "clientSample", map[string]any{"prompt": "p", "max_tokens": 1 << 30}, nil)
+	if r.OK != 0 || !strings.Contains(r.Error, "max_tokens") {
+		t.Errorf("max_tokens: %+v", r)
+	}
+	nested := map[string]any{"type": "object", "properties": map[string]any{
+		"address": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}}
+	r = callKit(t, c, "clientElicit", map[string]any{"message": "m", "schema": nested}, nil)
+	if r.OK != 0 || !strings.Contains(r.Error, `property "address"`) {
+		t.Errorf("nested schema: %+v", r)
+	}
+	if samples != wasm.MaxClientRequests {
+		t.Errorf("refused requests reached the client: %d samplings", samples)
+	}
+	if r := callKit(t, c, "clientLog", map[string]any{"level": "info", "message": "after"}, nil); r.OK != 1 {
+		t.Errorf("the next call: %+v", r)
+	}
+}
+
+// TestClientElicitNeverAnswered: a client that never answers an
+// elicitation holds the call only until the plugin's deadline
+// (timeout_ms); the call fails saying so, and the session's next calls
+// are served.
+func TestClientElicitNeverAnswered(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	elicit := func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, context.Canceled
+	}
+	var got heard
+	c := connectHTTP(t, clientHost(t, allClient), clientOpts(&got, nil, elicit))
+	setLevel(t, c, "debug")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := c.CallTool(ctx, &mcp.CallToolParams{Name: "clientElicit",
+		Arguments: map[string]any{"message": "m", "schema": map[string]any{"type": "object"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if !strings.Contains(text, "timed out") && !strings.Contains(text, "deadline") {
+		t.Fatalf("an unanswered elicitation: %v %s", res.IsError, text)
+	}
+	for i := range 3 {
+		if r := callKit(t, c, "clientLog", map[string]any{"level": "info", "message": "next"}, nil); r.OK != 1 {
+			t.Fatalf("call %d after: %+v", i, r)
+		}
+	}
+}
