@@ -2,6 +2,7 @@ package wasm_test
 
 import (
 	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/wasm"
@@ -125,5 +127,66 @@ func TestExtismCountVowelsVars(t *testing.T) {
 	}
 	if strings.Contains(res.Content, `"total":7`) {
 		t.Fatal("vars crossed sessions")
+	}
+}
+
+// TestExtismGoSDKSuite runs more of go-sdk's plugins as its own tests do,
+// with the results its tests expect, except where Toolshed is stricter on
+// purpose: a sleep is stopped at the plugin's deadline, http needs a
+// grant, and there are no preopened directories (allowed_paths).
+func TestExtismGoSDKSuite(t *testing.T) {
+	snap := writeExtism(t,
+		extismPlugin{name: "config", module: gosdkWasm(t, "config.wasm"), tools: runTest("config"),
+			extra: `"capabilities": {"config": ["thing"]}`},
+		extismPlugin{name: "sleep", module: gosdkWasm(t, "sleep.wasm"), tools: runTest("sleep"),
+			extra: `"capabilities": {"config": ["duration"]}, "limits": {"timeout_ms": 300}`},
+		extismPlugin{name: "logger", module: gosdkWasm(t, "log.wasm"), tools: runTest("logger"), extra: `"capabilities": {"log": true}`},
+		extismPlugin{name: "http", module: gosdkWasm(t, "http.wasm"), tools: runTest("http"), extra: `"capabilities": {"http": ["*"]}`},
+		extismPlugin{name: "fs", module: gosdkWasm(t, "fs.wasm"), tools: runTest("fs")},
+	)
+	for _, granted := range []bool{true, false} {
+		opts := &wasm.Options{}
+		want := `{"config": "<unset by host>"}`
+		if granted {
+			opts.Grants = map[string]wasm.Grants{"config": {Config: map[string]string{"thing": "hello"}},
+				"sleep": {Config: map[string]string{"duration": "60"}}, "logger": {Log: true}}
+			want = `{"config": "hello"}`
+		}
+		h, logs := newHost(t, opts)
+		s := h.NewSession()
+		defer s.Close(context.Background())
+		if res, err := call(t, s, snap, "config", `{}`); err != nil || res.Content != want {
+			t.Errorf("config (granted %v): %+v, %v; want %s", granted, res, err, want)
+		}
+		if res, err := call(t, s, snap, "logger", `{}`); err != nil || res.IsError {
+			t.Errorf("log: %+v, %v", res, err)
+		}
+		for _, msg := range []string{"this is a warning log", "this is an error log"} {
+			if strings.Contains(logs.String(), msg) != granted {
+				t.Errorf("log granted %v, but %q in the host log is %v", granted, msg, !granted)
+			}
+		}
+		// go-sdk runs http.wasm against jsonplaceholder.typicode.com;
+		// here nothing is granted: refused before any request.
+		if res, err := call(t, s, snap, "http", `{}`); err != nil || !res.IsError || !strings.Contains(res.Content, `capability "http" is not granted`) {
+			t.Errorf("http: %+v, %v", res, err)
+		}
+		if res, err := call(t, s, snap, "fs", `{}`); err == nil && !res.IsError {
+			t.Errorf("fs.wasm read a file: %+v; there are no preopened directories", res)
+		}
+	}
+	// The sleep of a minute is stopped at the 300 ms deadline.
+	h, _ := newHost(t, &wasm.Options{Grants: map[string]wasm.Grants{"sleep": {Config: map[string]string{"duration": "60"}}}})
+	s := h.NewSession()
+	defer s.Close(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := call(t, s, snap, "sleep", `{}`); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("sleep: %v; want timed out", err)
+		}
+	case <-time.After(50 * time.Second): // the sleep's own minute, were it not stopped
+		t.Fatal("the sleep was not stopped at its deadline")
 	}
 }
