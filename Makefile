@@ -108,9 +108,14 @@ bench-serve:
 
 # Two toolshed serve processes following one tag of an in-process OCI
 # registry under a load of chat completions: convergence time, requests
-# served, failures (docs/DEPLOY.md).
+# served, failures; then toolshed serve processes sharing MCP sessions in
+# a real redis-server on 127.0.0.1 (Debian's redis-server): a session
+# served by B after A is killed, a key's share held across replicas, an
+# artifact link of A downloaded from B, redis-server killed under a
+# request loop (docs/DEPLOY.md).
 replicas:
 	$(GO) test -count=1 -run '^TestReplicasConverge$$' -v ./cmd/toolshed/
+	$(GO) test -count=1 -run '^TestReplicas(ShareSessions|Artifacts|StoreOutage)$$' -v ./cmd/toolshed/
 
 # The official MCP conformance suite's server scenarios against toolshed
 # serve (docs/SERVING.md has the outcomes). Installs the suite with npm on

@@ -223,14 +223,7 @@ log: {level: warn}
 		reps = append(reps, startReplica(t, bin, path))
 	}
 	for _, r := range reps {
-		waitFor(t, 30*time.Second, func() bool {
-			resp, err := http.Get(r.url + "/readyz")
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == 200
-		}, "replica ready: "+r.logs.String())
+		r.waitReady(t, 30*time.Second)
 		if v := r.view(t); v.Digest != d1 || v.Version != "1.0.0" {
 			t.Fatalf("%s at start: %+v", r.url, v)
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/toolshed/toolshed/host/wasm"
 	"github.com/toolshed/toolshed/internal/config"
 	"github.com/toolshed/toolshed/internal/oci"
+	"github.com/toolshed/toolshed/internal/sessionstore"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -47,7 +48,8 @@ type server struct {
 	// stopping is closed when shutdown begins: long-lived MCP streams end,
 	// requests in progress drain.
 	stopping chan struct{}
-	sync     *oci.Syncer // registry.sources; nil when none
+	sync     *oci.Syncer         // registry.sources; nil when none
+	store    *sessionstore.Redis // server.sessions.store; nil when none
 }
 
 type pluginStatus struct {
@@ -414,18 +416,40 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 		Metrics: s.metrics, Logger: log, RequestID: requestID,
 		Artifacts: ag.artifacts, ArtifactURL: artifactURL, InlineBytes: int64(cfg.Artifacts.InlineKB) << 10, Tenant: s.tenant,
 		KeepResponses: cfg.Server.Responses.Keep, KeepFor: cfg.Server.Responses.KeepFor})
+	var store sessionstore.Store
+	if u := cfg.Server.Sessions.Store; u != "" {
+		// The store is not waited for: one that is down at start is
+		// reported by the first session, and limits are per replica
+		// meanwhile.
+		if s.store, err = sessionstore.Open(u, &sessionstore.Options{Logger: log}); err != nil {
+			ag.close()
+			return nil, err
+		}
+		if err := s.metrics.Register(s.store.Collectors()...); err != nil {
+			s.store.Close()
+			ag.close()
+			return nil, err
+		}
+		store = s.store
+		log.Info("mcp sessions in a shared store: any replica serves any session", "store", sessionstore.Redact(u))
+	}
 	m := cfg.Server.MCP
-	s.mcp = mcpserver.New(ag.host, &mcpserver.Options{Logger: log, Metrics: s.metrics, MaxSessions: m.MaxSessions, MaxSessionsPerTenant: keySessions(cfg.Server),
+	s.mcp = mcpserver.New(ag.host, &mcpserver.Options{Store: store, Logger: log, Metrics: s.metrics, MaxSessions: m.MaxSessions, MaxSessionsPerTenant: keySessions(cfg.Server),
 		InitTimeout: m.InitTimeout, IdleTimeout: m.IdleTimeout, EvictAfter: evictAfter(m.EvictAfter), MaxBodyBytes: cfg.Server.MaxBodyBytes, Version: version,
 		Artifacts: ag.artifacts, InlineBytes: inlineBytes(cfg.Artifacts.InlineKB), Dispatcher: m.Dispatcher, Tenant: s.tenant}).Handler()
 	if s.sync, err = newRegistrySync(cfg, live, s.metrics, log); err != nil {
-		ag.close()
+		s.close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *server) close() { s.agent.close() }
+func (s *server) close() {
+	s.agent.close()
+	if s.store != nil {
+		s.store.Close()
+	}
+}
 
 // keySessions is server.per_key.mcp_sessions as mcpserver takes it: 0
 // there is half of server.mcp.max_sessions (at least 1) when more than

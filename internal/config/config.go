@@ -20,6 +20,8 @@ import (
 	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
+
+	"github.com/toolshed/toolshed/internal/sessionstore"
 )
 
 // Config is the effective configuration. Field tags are the keys.
@@ -130,6 +132,17 @@ type Server struct {
 	PerKey PerKey `koanf:"per_key"`
 	// Responses is what POST /v1/responses keeps for previous_response_id.
 	Responses Responses `koanf:"responses"`
+	// Sessions is where MCP sessions live.
+	Sessions Sessions `koanf:"sessions"`
+}
+
+// Sessions: where the MCP sessions of /mcp live. Store, a redis:// or
+// rediss:// (TLS) URL of Redis or Valkey, keeps them (and their counts
+// against server.mcp.max_sessions and server.per_key.mcp_sessions) where
+// every replica finds them, so that any replica serves any request; empty:
+// each process's memory (one replica, or a load balancer with affinity).
+type Sessions struct {
+	Store string `koanf:"store"` // its password is secret
 }
 
 // Responses: the Responses API's responses kept in memory, for
@@ -270,6 +283,7 @@ func Defaults() map[string]any {
 		"server.per_key.db_slots":           0,
 		"server.responses.keep":             0,
 		"server.responses.keep_for":         "1h",
+		"server.sessions.store":             "",
 		"artifacts.max_age":                 "24h",
 		"artifacts.max_mb":                  512,
 		"artifacts.inline_kb":               256,
@@ -516,6 +530,11 @@ func (l *Loaded) check() error {
 	if u := c.Server.PublicURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 		checks = append(checks, bad("server.public_url", "%q is not an http(s) URL", u))
 	}
+	if u := c.Server.Sessions.Store; u != "" {
+		if err := sessionstore.Validate(u); err != nil {
+			checks = append(checks, bad("server.sessions.store", "%s: %v", sessionstore.Redact(u), err))
+		}
+	}
 	if c.Server.MCP.EvictAfter < 0 {
 		checks = append(checks, bad("server.mcp.evict_after", "must not be negative (0: never evict)"))
 	}
@@ -588,6 +607,9 @@ func (l *Loaded) Redacted() ([]byte, error) {
 		v := l.ko.Get(k)
 		if slices.Contains(secrets, k) {
 			v = redact(v)
+		}
+		if u, ok := v.(string); ok && k == "server.sessions.store" && u != "" {
+			v = sessionstore.Redact(u) // the host stays, the password goes
 		}
 		out.Set(k, v)
 	}
