@@ -92,6 +92,35 @@ static void caps(const ts_args *a, ts_result *r) {
 }
 TS_TOOL("caps", caps)
 
+/* client: every client.* helper, in order; what each returned. */
+static void client(const ts_args *a, ts_result *r) {
+    ts_str text = {0}, reply = {0};
+    int sent = -1;
+    (void)a;
+    int logged = ts_client_log("info", "hello \"client\" from C");
+    int progressed = ts_progress(50, 100, &sent);
+    int sampled = ts_sample_text("say \"hi\"", 0, &text);
+    int elicited = ts_elicit("Your name?", "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}}}", &reply);
+    ts_json *w = ts_structured(r);
+    ts_json_object(w);
+    ts_json_key(w, "log");
+    ts_json_cstr(w, rc_name(logged));
+    ts_json_key(w, "progress");
+    ts_json_cstr(w, rc_name(progressed));
+    ts_json_key(w, "sent");
+    ts_json_int(w, sent);
+    ts_json_key(w, "sample");
+    ts_json_cstr(w, rc_name(sampled));
+    ts_json_key(w, "text");
+    ts_json_str(w, text.ptr, text.len);
+    ts_json_key(w, "elicit");
+    ts_json_cstr(w, rc_name(elicited));
+    ts_json_key(w, "reply");
+    ts_json_str(w, reply.ptr, reply.len);
+    ts_json_end_object(w);
+}
+TS_TOOL("client", client)
+
 /* fail: a tool error with printf formatting; text and structured both. */
 static void fail(const ts_args *a, ts_result *r) {
     long long n = 0;

@@ -627,6 +627,15 @@ int ts_host_call(const char *op, const char *request, size_t len, ts_str *reply)
     return TS_FAILED;
 }
 
+/* arena_json moves what w wrote into the arena. */
+static ts_str arena_json(ts_json *w) {
+    char *p = arena_alloc(w->b.len);
+    memcpy(p, w->b.p, w->b.len);
+    ts_str s = {p, w->b.len};
+    free(w->b.p);
+    return s;
+}
+
 /* request builds {"k1":"v1","k2":"v2"} into the arena. */
 static ts_str request2(const char *k1, const char *v1, const char *k2, const char *v2) {
     ts_json w = {0};
@@ -638,11 +647,7 @@ static ts_str request2(const char *k1, const char *v1, const char *k2, const cha
         ts_json_cstr(&w, v2);
     }
     ts_json_end_object(&w);
-    char *p = arena_alloc(w.b.len);
-    memcpy(p, w.b.p, w.b.len);
-    ts_str s = {p, w.b.len};
-    free(w.b.p);
-    return s;
+    return arena_json(&w);
 }
 
 int ts_log(const char *level, const char *message) {
@@ -660,6 +665,63 @@ int ts_config_get(const char *key, ts_str *value) {
     ts_str v;
     if (ts_json_member(reply, "value", &v) != TS_OK) return TS_ABSENT;
     return ts_json_string(v, value);
+}
+
+int ts_client_log(const char *level, const char *message) {
+    ts_str req = request2("level", level, "data", message), reply;
+    return ts_host_call("client.log", req.ptr, req.len, &reply);
+}
+
+int ts_progress(double progress, double total, int *sent) {
+    ts_json w = {0};
+    ts_json_object(&w);
+    ts_json_key(&w, "progress");
+    ts_json_double(&w, progress);
+    ts_json_key(&w, "total");
+    ts_json_double(&w, total);
+    ts_json_end_object(&w);
+    ts_str req = arena_json(&w), reply, v;
+    *sent = 0;
+    int rc = ts_host_call("client.progress", req.ptr, req.len, &reply);
+    if (rc == TS_OK && ts_json_member(reply, "sent", &v) == TS_OK) *sent = v.len == 4 && memcmp(v.ptr, "true", 4) == 0;
+    return rc;
+}
+
+int ts_sample_text(const char *prompt, int max_tokens, ts_str *text) {
+    ts_json w = {0};
+    ts_json_object(&w);
+    ts_json_key(&w, "messages");
+    ts_json_array(&w);
+    ts_json_object(&w);
+    ts_json_key(&w, "role");
+    ts_json_cstr(&w, "user");
+    ts_json_key(&w, "text");
+    ts_json_cstr(&w, prompt);
+    ts_json_end_object(&w);
+    ts_json_end_array(&w);
+    ts_json_key(&w, "max_tokens");
+    ts_json_int(&w, max_tokens);
+    ts_json_end_object(&w);
+    ts_str req = arena_json(&w), reply, v;
+    int rc = ts_host_call("client.sample", req.ptr, req.len, &reply);
+    if (rc != TS_OK) {
+        *text = reply;
+        return rc;
+    }
+    if (ts_json_member(reply, "text", &v) != TS_OK) return TS_ABSENT;
+    return ts_json_string(v, text);
+}
+
+int ts_elicit(const char *message, const char *schema_json, ts_str *reply) {
+    ts_json w = {0};
+    ts_json_object(&w);
+    ts_json_key(&w, "message");
+    ts_json_cstr(&w, message);
+    ts_json_key(&w, "schema");
+    ts_json_raw(&w, schema_json, strlen(schema_json));
+    ts_json_end_object(&w);
+    ts_str req = arena_json(&w);
+    return ts_host_call("client.elicit", req.ptr, req.len, reply);
 }
 
 /* ---- Registration and the exports. ---- */

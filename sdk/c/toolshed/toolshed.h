@@ -147,6 +147,24 @@ int ts_log(const char *level, const char *message);
 /* A configuration value the operator set (the manifest's "config"). */
 int ts_config_get(const char *key, ts_str *value);
 
+/* The MCP client the call came from (docs/ABI.md, "The MCP client"): each
+ * needs its feature in the manifest's "client" list and the operator's
+ * grant, and fails (TS_FAILED, the reason in *reply or *text where there is
+ * one) when the call did not come from an MCP client or the client lacks
+ * the feature. */
+/* A log message to the client, at one of MCP's levels ("debug", "info",
+ * "notice", "warning", "error", ...). */
+int ts_client_log(const char *level, const char *message);
+/* The call's progress (increasing; total 0 when unknown); *sent is 0 when
+ * the client asked for no progress (nothing was sent). */
+int ts_progress(double progress, double total, int *sent);
+/* One prompt to the client's model (max_tokens 0: the host's default);
+ * *text is the answer. */
+int ts_sample_text(const char *prompt, int max_tokens, ts_str *text);
+/* A form for the client's user: schema_json is a flat JSON Schema object;
+ * *reply is the reply's JSON, {"action": "accept", "content": {...}}. */
+int ts_elicit(const char *message, const char *schema_json, ts_str *reply);
+
 #ifdef __cplusplus
 }
 #endif
