@@ -281,7 +281,12 @@ func callCost(e *echoPlugin, tmp string, n int) ([]callRow, error) {
 		// in the same loop (cEchoWarm), not to the rows above.
 		rows = append(rows, cRow)
 	}
-	return rows, nil
+	// The same echo as an Extism plugin (extism.go).
+	ext, err := extismEcho(e, tmp, n, want, rows)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, ext...), nil
 }
 
 // waitInstances waits (10 s at most) until the runtime has made n
