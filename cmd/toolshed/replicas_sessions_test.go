@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,14 +28,18 @@ const replicaKeyA, replicaKeyB = "key-a-0123456789abcdef", "key-b-0123456789abcd
 func storeReplicas(t *testing.T, n int, storeURL string) []*replica {
 	t.Helper()
 	bin := hostileBinary(t)
-	plugins := wasmbuild.Bundled(t, "../..", "textkit")
+	plugins := wasmbuild.Bundled(t, "../..", "textkit", "chart")
 	up := httptest.NewServer(&scripted.Model{NoRecord: true})
 	t.Cleanup(up.Close)
 	var reps []*replica
 	for range n {
 		dir := t.TempDir()
+		grants := filepath.Join(dir, "grants.json")
+		if err := os.WriteFile(grants, []byte(`{"plugins": {"chart": {"artifacts": "`+filepath.Join(dir, "artifacts")+`"}}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		cfg := fmt.Sprintf(`model: {base_url: %q, name: scripted, retries: 0}
-plugins: {dir: %q, cache_dir: %q}
+plugins: {dir: %q, cache_dir: %q, grants: %q}
 search: {mode: keyword}
 agent: {time: false, todo: false}
 server:
@@ -44,7 +50,7 @@ server:
   mcp: {max_sessions: 10, evict_after: 0s}
   sessions: {store: %q}
 log: {level: info}
-`, up.URL+"/v1", plugins, filepath.Join(dir, "cache"), replicaKeyA, replicaKeyB, storeURL)
+`, up.URL+"/v1", plugins, filepath.Join(dir, "cache"), grants, replicaKeyA, replicaKeyB, storeURL)
 		path := filepath.Join(dir, "toolshed.yaml")
 		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
@@ -157,5 +163,45 @@ func TestReplicasShareSessions(t *testing.T) {
 	}
 	if !strings.Contains(b.logs.String(), "mcp session adopted from the store") {
 		t.Errorf("B's log does not say it adopted the session:\n%s", b.logs.String())
+	}
+}
+
+// TestReplicasArtifacts: a chart made through replica A's chat endpoint
+// is downloaded from replica B by its link's id after A is killed: the
+// same bytes, type and protections, with no shared volume.
+func TestReplicasArtifacts(t *testing.T) {
+	redis := redistest.Start(t)
+	reps := storeReplicas(t, 2, redis.URL)
+	a, b := reps[0], reps[1]
+	ask := `use createBarChart with {"title":"Orders","labels":["Paris","Lyon"],"series":[{"name":"n","values":[3,4]}]} to bar chart`
+	req, _ := http.NewRequest("POST", a.url+"/v1/chat/completions", strings.NewReader(`{"model":"scripted","messages":[{"role":"user","content":`+strconv.Quote(ask)+`}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+replicaKeyA)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Toolshed struct {
+			Artifacts []struct{ ID, URL string }
+		}
+	}
+	json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if len(out.Toolshed.Artifacts) != 1 {
+		t.Fatalf("chart on A: %d %+v\n%s", resp.StatusCode, out, a.logs.String())
+	}
+	id := out.Toolshed.Artifacts[0].ID
+	_, onA := send(t, "GET", a.url+"/v1/artifacts/"+id, replicaKeyA, "")
+	a.cmd.Process.Kill()
+	<-a.done
+
+	r, onB := send(t, "GET", b.url+"/v1/artifacts/"+id, replicaKeyA, "")
+	if r.StatusCode != 200 || onB != onA || !strings.Contains(onB, "Paris") || r.Header.Get("Content-Type") != "image/svg+xml" ||
+		!strings.Contains(r.Header.Get("Content-Security-Policy"), "sandbox") {
+		t.Fatalf("A's artifact from B: %d %v %.80s", r.StatusCode, r.Header, onB)
+	}
+	if r, _ := send(t, "GET", b.url+"/v1/artifacts/0123456789abcdef0123456789abcdef-none.svg", replicaKeyA, ""); r.StatusCode != 404 {
+		t.Fatalf("an id never made, on B: %d", r.StatusCode)
 	}
 }

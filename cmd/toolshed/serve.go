@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -431,7 +432,9 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 			return nil, err
 		}
 		store = s.store
-		log.Info("mcp sessions in a shared store: any replica serves any session", "store", sessionstore.Redact(u))
+		// Artifacts too: a link made here is served by every replica.
+		ag.artifacts.Share(s.store, filepath.Join(dataDir(), "artifacts-shared"), 0)
+		log.Info("mcp sessions and artifacts in a shared store: any replica serves any session and any artifact link", "store", sessionstore.Redact(u))
 	}
 	m := cfg.Server.MCP
 	s.mcp = mcpserver.New(ag.host, &mcpserver.Options{Store: store, Logger: log, Metrics: s.metrics, MaxSessions: m.MaxSessions, MaxSessionsPerTenant: keySessions(cfg.Server),

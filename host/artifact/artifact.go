@@ -66,6 +66,8 @@ type Store struct {
 	dirs []string            // sorted
 	byID map[string]Artifact // stored by this process or found on disk
 	led  ledger              // every file the directories hold, and whose (ledger.go)
+	// shared: copies where every replica finds them (Share, shared.go).
+	shared *shared
 }
 
 // New returns a store; nothing is read from disk until needed.
@@ -203,6 +205,7 @@ func (s *Store) PutFor(tenant, dir, name, contentType string, data []byte) (Arti
 	s.mu.Lock()
 	s.byID[id] = a
 	s.mu.Unlock()
+	s.putShared(a, data)
 	return a, nil
 }
 
@@ -210,8 +213,8 @@ func (s *Store) PutFor(tenant, dir, name, contentType string, data []byte) (Arti
 // stored, removed, or not an id).
 var ErrNotFound = errors.New("artifact not found")
 
-// Get returns the artifact of id: one stored by this process, or found in
-// the store's directories.
+// Get returns the artifact of id: one stored by this process, found in
+// the store's directories, or (Share) kept by another replica.
 func (s *Store) Get(id string) (Artifact, error) {
 	if !idRE.MatchString(id) {
 		return Artifact{}, ErrNotFound
@@ -238,7 +241,7 @@ func (s *Store) Get(id string) (Artifact, error) {
 		name := id[33:]
 		return Artifact{ID: id, Name: name, ContentType: typeOf(name), Size: st.Size(), Created: st.ModTime(), Path: full}, nil
 	}
-	return Artifact{}, ErrNotFound
+	return s.getShared(id) // made by another replica (Share)
 }
 
 // Read returns the artifact of id and its bytes.

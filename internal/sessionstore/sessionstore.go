@@ -29,6 +29,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/toolshed/toolshed/host/artifact"
 )
 
 // Record is what a session is, as any replica rebuilds it.
@@ -44,6 +46,10 @@ type Record struct {
 	// Discovered are the tools tool_search added to the session, in
 	// discovery order (its tools/list: the always-on tools, then these).
 	Discovered []string `json:"discovered"`
+	// Ended: the session was ended for the fleet (Release); the record
+	// stays until its TTL so that a replica still holding the session in
+	// memory ends it too instead of saving it again.
+	Ended bool `json:"ended,omitempty"`
 }
 
 // Limits are the bounds Admit enforces across the fleet.
@@ -76,14 +82,17 @@ type Store interface {
 	// Admit takes a slot for session sid of tenant if the fleet has
 	// room.
 	Admit(ctx context.Context, sid, tenant string, lim Limits) (Admission, error)
-	// Save writes the session's record, its TTL renewed.
+	// Save writes the session's record and its slots (a store that lost
+	// them gets them again), TTLs renewed; a session ended (Release) is
+	// left ended.
 	Save(ctx context.Context, sid string, rec *Record, ttl time.Duration) error
 	// Touch returns the session's record and renews its TTL and its
-	// slots'; nil (no error) when there is no such session (ended,
-	// expired, or never made).
+	// slots'; nil (no error) when there is no such session (expired, or
+	// never made); Record.Ended when it was released.
 	Touch(ctx context.Context, sid, tenant string, ttl time.Duration) (*Record, error)
-	// Release ends the session for the fleet: its record and its slots.
-	Release(ctx context.Context, sid, tenant string) error
+	// Release ends the session for the fleet: its slots are freed and
+	// its record marked Ended for ttl.
+	Release(ctx context.Context, sid, tenant string, ttl time.Duration) error
 }
 
 // Options configure Open; nil means the defaults.
@@ -112,7 +121,10 @@ type Redis struct {
 	down bool // the last operation failed
 }
 
-var _ Store = (*Redis)(nil)
+var (
+	_ Store           = (*Redis)(nil)
+	_ artifact.Shared = (*Redis)(nil)
+)
 
 // Validate checks a store URL without connecting: redis:// or rediss://
 // (TLS), a host, a database number as the path. Its errors name the
@@ -272,6 +284,23 @@ if redis.call('ZADD', KEYS[3], 'XX', 'CH', now + ttl, ARGV[1]) == 1 then redis.c
 return rec
 `)
 
+// saveScript: KEYS record, all, tenant; ARGV sid, ttl_ms, record. Returns
+// 0 when the session was ended (left so), 1 saved.
+var saveScript = redis.NewScript(luaNow + `
+local ttl = tonumber(ARGV[2])
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local ok, old = pcall(cjson.decode, cur)
+  if ok and type(old) == 'table' and old.ended then return 0 end
+end
+redis.call('SET', KEYS[1], ARGV[3], 'PX', ttl)
+redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
+redis.call('ZADD', KEYS[3], now + ttl, ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ttl)
+redis.call('PEXPIRE', KEYS[3], ttl)
+return 1
+`)
+
 // Admit implements Store.
 func (r *Redis) Admit(ctx context.Context, sid, tenant string, lim Limits) (Admission, error) {
 	n, err := admitScript.Run(ctx, r.c, []string{r.allKey(), r.tenantKey(tenant)},
@@ -288,7 +317,9 @@ func (r *Redis) Save(ctx context.Context, sid string, rec *Record, ttl time.Dura
 	if err != nil {
 		return fmt.Errorf("session store: %w", err)
 	}
-	return r.note(r.c.Set(ctx, r.recordKey(sid), b, max(ttl, time.Millisecond)).Err())
+	err = saveScript.Run(ctx, r.c, []string{r.recordKey(sid), r.allKey(), r.tenantKey(rec.Tenant)},
+		sid, max(ttl.Milliseconds(), 1), b).Err()
+	return r.note(err)
 }
 
 // Touch implements Store.
@@ -309,11 +340,32 @@ func (r *Redis) Touch(ctx context.Context, sid, tenant string, ttl time.Duration
 }
 
 // Release implements Store.
-func (r *Redis) Release(ctx context.Context, sid, tenant string) error {
+func (r *Redis) Release(ctx context.Context, sid, tenant string, ttl time.Duration) error {
+	b, _ := json.Marshal(&Record{Tenant: tenant, Ended: true})
 	p := r.c.TxPipeline()
-	p.Del(ctx, r.recordKey(sid))
+	p.Set(ctx, r.recordKey(sid), b, max(ttl, time.Millisecond))
 	p.ZRem(ctx, r.allKey(), sid)
 	p.ZRem(ctx, r.tenantKey(tenant), sid)
 	_, err := p.Exec(ctx)
 	return r.note(err)
+}
+
+func (r *Redis) blobKey(id string) string { return r.prefix + "artifact:" + id }
+
+// PutBlob keeps an artifact's bytes for ttl (host/artifact's Shared).
+func (r *Redis) PutBlob(ctx context.Context, id string, data []byte, ttl time.Duration) error {
+	return r.note(r.c.Set(ctx, r.blobKey(id), data, max(ttl, time.Millisecond)).Err())
+}
+
+// GetBlob returns what PutBlob kept; artifact.ErrNotFound when nothing
+// is.
+func (r *Redis) GetBlob(ctx context.Context, id string) ([]byte, error) {
+	b, err := r.c.Get(ctx, r.blobKey(id)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, errors.Join(r.note(nil), artifact.ErrNotFound)
+	}
+	if err := r.note(err); err != nil {
+		return nil, err
+	}
+	return b, nil
 }

@@ -67,11 +67,18 @@ func TestRecord(t *testing.T) {
 	if got.Tenant != want.Tenant || got.Protocol != want.Protocol || !bytes.Equal(got.Initialize, want.Initialize) || fmt.Sprint(got.Discovered) != fmt.Sprint(want.Discovered) {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
-	if err := r.Release(ctx, "s1", "k1"); err != nil {
+	if err := r.Release(ctx, "s1", "k1", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if rec, err := r.Touch(ctx, "s1", "k1", time.Minute); rec != nil || err != nil {
-		t.Fatalf("released session: %v, %v", rec, err)
+	if rec, err := r.Touch(ctx, "s1", "k1", time.Minute); rec == nil || !rec.Ended || err != nil {
+		t.Fatalf("released session: %+v, %v", rec, err)
+	}
+	// A replica that still holds it cannot save it back.
+	if err := r.Save(ctx, "s1", want, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := r.Touch(ctx, "s1", "k1", time.Minute); rec == nil || !rec.Ended || err != nil {
+		t.Fatalf("released session saved again: %+v, %v", rec, err)
 	}
 }
 
@@ -114,7 +121,7 @@ func TestAdmitLimits(t *testing.T) {
 	must(b, "k1-3", "k1", AtShare)
 	must(b, "k2-1", "k2", Admitted)
 	must(a, "k3-1", "k3", Full) // 3 alive in the fleet
-	if err := b.Release(ctx, "k1-1", "k1"); err != nil {
+	if err := b.Release(ctx, "k1-1", "k1", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	must(a, "k1-3", "k1", Admitted)
@@ -131,6 +138,27 @@ func TestAdmitLimits(t *testing.T) {
 		}
 		return got == Admitted
 	})
+}
+
+// TestSaveHeals: a store that lost everything (restarted empty) gets a
+// session and its slots back from the replica that saves it.
+func TestSaveHeals(t *testing.T) {
+	srv := redistest.Start(t)
+	r := open(t, srv.URL, nil)
+	ctx := context.Background()
+	lim := Limits{Max: 10, PerTenant: 1, TTL: time.Hour}
+	if got, err := r.Admit(ctx, "s1", "k", lim); err != nil || got != Admitted {
+		t.Fatalf("admit: %v %v", got, err)
+	}
+	if err := r.Client().FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Save(ctx, "s1", &Record{Tenant: "k", Initialize: []byte(`{}`)}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.Admit(ctx, "s2", "k", lim); err != nil || got != AtShare {
+		t.Fatalf("the saved session's slot was not counted: %v %v", got, err)
+	}
 }
 
 // TestAdmitConcurrent: twenty admissions of one tenant at once, through
