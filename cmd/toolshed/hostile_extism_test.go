@@ -54,6 +54,7 @@ func extismAttackWAT(body, extra string) string {
 	return `(module
   (import "extism:host/env" "alloc" (func $alloc (param i64) (result i64)))
   (import "extism:host/env" "store_u8" (func $store (param i64 i32)))
+  (import "extism:host/env" "store_u64" (func $store64 (param i64 i64)))
   (import "extism:host/env" "log_info" (func $log (param i64)))
   (import "wasi_snapshot_preview1" "poll_oneoff" (func $poll (param i32 i32 i32 i32) (result i32)))
   (memory (export "memory") 1)
@@ -155,9 +156,17 @@ var hostileExtismCases = []hostileCase{
 			return wat(e.t, extismAttackWAT(`(drop (call $alloc (i64.const 1099511627776))) (i32.const 0)`, ""))
 		}, map[string]int{"max_memory_mb": 64}, 5*time.Second, basePeak, "out of memory"),
 	{class: "10 quotas", name: "extism-log-flood", attack: "log 512 KiB messages in a loop for 2 s", run: func(e *hostileEnv) (attackRun, string) {
+		// Each message: a 512 KiB block of 'x' (the Toolshed ABI twin's fill).
 		e.extism("hostile", wat(e.t, extismAttackWAT(`
     (loop $again
-      (call $log (call $alloc (i64.const 524288)))
+      (local.set $p (call $alloc (i64.const 524288)))
+      (local.set $i (i64.const 0))
+      (block $full (loop $fill
+        (br_if $full (i64.ge_u (local.get $i) (i64.const 524288)))
+        (call $store64 (i64.add (local.get $p) (local.get $i)) (i64.const 0x7878787878787878))
+        (local.set $i (i64.add (local.get $i) (i64.const 8)))
+        (br $fill)))
+      (call $log (local.get $p))
       (br $again))
     (i32.const 0)`, "")), map[string]int{"timeout_ms": 2000}, map[string]any{"log": true}, "attack")
 		g := e.grants(map[string]any{"plugins": map[string]any{"hostile": map[string]any{"log": true}}})
