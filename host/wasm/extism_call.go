@@ -285,7 +285,12 @@ func (in *instance) callExtism(ctx context.Context, tool string, args json.RawMe
 	}
 	var out []byte
 	if st.output.addr != 0 {
-		out = bytes.Clone(st.blockBytes(st.output.addr)[:st.output.n])
+		b := st.blockBytes(st.output.addr)
+		if uint64(len(b)) < st.output.n {
+			// Freed (and perhaps reused) after output_set.
+			return fail(fmt.Errorf("output_set: the output's block at %#x was freed before the call returned", st.output.addr))
+		}
+		out = bytes.Clone(b[:st.output.n])
 	}
 	if p.ext.servlet {
 		res, err := in.servletResult(ctx, out)

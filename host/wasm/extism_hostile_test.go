@@ -40,7 +40,7 @@ func goExtismTools(exports ...string) string {
 }
 
 var goExtismExports = []string{"greet", "counter", "config", "fetch", "sleep", "storm", "churn", "hold_then_grow", "logs",
-	"oob", "wild", "freetwice", "badoutput", "erroring", "exitcode"}
+	"oob", "wild", "freetwice", "badoutput", "erroring", "exitcode", "freedoutput", "varflood", "inputgone"}
 
 func goExtismSnap(t testing.TB, extra string) *catalog.Snapshot {
 	return writeExtism(t, extismPlugin{name: "gox", module: goExtism(t), tools: goExtismTools(goExtismExports...), extra: extra})
@@ -243,11 +243,14 @@ func TestExtismHostilePointers(t *testing.T) {
 	s := h.NewSession()
 	defer s.Close(context.Background())
 	for tool, want := range map[string]string{
-		"oob":       "load_u8: 1 bytes at",
-		"wild":      "load_u8: 0x7777000000000003 is not the address of a live block",
-		"badoutput": "output_set: 1048576 bytes at",
+		"oob":         "load_u8: 1 bytes at",
+		"wild":        "load_u8: 0x7777000000000003 is not the address of a live block",
+		"badoutput":   "output_set: 1048576 bytes at",
+		"freedoutput": "output_set: the output's block at 0x2000000000000 was freed before the call returned",
+		"varflood":    "var_set: the plugin's vars would hold",
+		"inputgone":   "input_load_u8: 0x1000000000000 is not the address of a live block",
 	} {
-		_, _, err := callText(t, s, snap, tool, "")
+		_, _, err := callText(t, s, snap, tool, "some input")
 		var ce *wasm.CallError
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want a CallError containing %q", tool, err, want)

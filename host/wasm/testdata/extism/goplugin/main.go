@@ -18,6 +18,9 @@ func inputLength() uint64
 //go:wasmimport extism:host/env input_load_u8
 func inputLoadU8(uint64) uint32
 
+//go:wasmimport extism:host/env input_offset
+func inputOffset() uint64
+
 //go:wasmimport extism:host/env alloc
 func alloc(uint64) uint64
 
@@ -225,6 +228,36 @@ func freetwice() int32 {
 func badoutput() int32 {
 	outputSet(alloc(4), 1<<20)
 	return 0
+}
+
+// freedoutput frees its output's block, then allocates a smaller one
+// (which takes its place), before returning.
+//
+//go:wasmexport freedoutput
+func freedoutput() int32 {
+	p := put([]byte("hello"))
+	outputSet(p, 5)
+	free(p)
+	alloc(1)
+	return 0
+}
+
+// varflood sets vars of 64 KiB under new names without end.
+//
+//go:wasmexport varflood
+func varflood() int32 {
+	v := make([]byte, 64<<10)
+	for i := 0; ; i++ {
+		varSet(put([]byte("k"+strconv.Itoa(i))), put(v))
+	}
+}
+
+// inputgone frees the input's block, then reads the input.
+//
+//go:wasmexport inputgone
+func inputgone() int32 {
+	free(inputOffset())
+	return output(string(input()))
 }
 
 // erroring sets an error and returns 1.
