@@ -115,7 +115,7 @@ bench-serve:
 # request loop (docs/DEPLOY.md).
 replicas:
 	$(GO) test -count=1 -run '^TestReplicasConverge$$' -v ./cmd/toolshed/
-	$(GO) test -count=1 -run '^TestReplicas(ShareSessions|Artifacts|StoreOutage)$$' -v ./cmd/toolshed/
+	$(GO) test -count=1 -run '^TestReplicas(ShareSessions|Artifacts|StoreOutage)$$' -v ./cmd/toolshed/ -args -store-outage 20s
 
 # The official MCP conformance suite's server scenarios against toolshed
 # serve (docs/SERVING.md has the outcomes). Installs the suite with npm on
