@@ -21,7 +21,7 @@ import (
 	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
 
-	"github.com/toolshed/toolshed/internal/sessionstore"
+	"github.com/toolshed/toolshed/internal/redisurl"
 )
 
 // Config is the effective configuration. Field tags are the keys.
@@ -531,8 +531,8 @@ func (l *Loaded) check() error {
 		checks = append(checks, bad("server.public_url", "%q is not an http(s) URL", u))
 	}
 	if u := c.Server.Sessions.Store; u != "" {
-		if err := sessionstore.Validate(u); err != nil {
-			checks = append(checks, bad("server.sessions.store", "%s: %v", sessionstore.Redact(u), err))
+		if err := redisurl.Validate(u); err != nil {
+			checks = append(checks, bad("server.sessions.store", "%s: %v", redisurl.Redact(u), err))
 		}
 	}
 	if c.Server.MCP.EvictAfter < 0 {
@@ -609,7 +609,7 @@ func (l *Loaded) Redacted() ([]byte, error) {
 			v = redact(v)
 		}
 		if u, ok := v.(string); ok && k == "server.sessions.store" && u != "" {
-			v = sessionstore.Redact(u) // the host stays, the password goes
+			v = redisurl.Redact(u) // the host stays, the password goes
 		}
 		out.Set(k, v)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toolshed/toolshed/host/artifact"
+	"github.com/toolshed/toolshed/internal/redisurl"
 )
 
 // Record is what a session is, as any replica rebuilds it.
@@ -129,40 +130,26 @@ var (
 // Validate checks a store URL without connecting: redis:// or rediss://
 // (TLS), a host, a database number as the path. Its errors name the
 // problem and never the password.
-func Validate(rawURL string) error {
-	_, err := parse(rawURL)
-	return err
-}
+func Validate(rawURL string) error { return redisurl.Validate(rawURL) }
 
 // Redact is the URL with its password masked, for logs.
-func Redact(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "(not a URL)"
-	}
-	return u.Redacted()
-}
+func Redact(rawURL string) string { return redisurl.Redact(rawURL) }
 
 func parse(rawURL string) (*redis.Options, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, errors.New("not a URL (redis://[USER:PASSWORD@]HOST:PORT/DB or rediss:// for TLS)")
-	}
-	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return nil, fmt.Errorf("scheme %q: want redis:// or rediss:// (TLS)", u.Scheme)
-	}
-	if u.Host == "" {
-		return nil, errors.New("no host (redis://HOST:PORT/DB)")
+	if err := redisurl.Validate(rawURL); err != nil {
+		return nil, err
 	}
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
 		// go-redis's message may quote the URL: say what is wrong
-		// without it.
+		// without the password.
 		msg := err.Error()
-		if p, ok := u.User.Password(); ok && p != "" {
-			msg = strings.ReplaceAll(msg, p, "xxxxx")
+		if u, perr := url.Parse(rawURL); perr == nil {
+			if p, ok := u.User.Password(); ok && p != "" {
+				msg = strings.ReplaceAll(msg, p, "xxxxx")
+			}
 		}
-		return nil, fmt.Errorf("%s", msg)
+		return nil, errors.New(msg)
 	}
 	return opts, nil
 }
