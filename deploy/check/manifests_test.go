@@ -45,6 +45,7 @@ type objects struct {
 	secrets    []corev1.Secret
 	services   []corev1.Service
 	deploys    []appsv1.Deployment
+	stateful   []appsv1.StatefulSet
 	ingresses  []networkingv1.Ingress
 	hpas       []autoscalingv2.HorizontalPodAutoscaler
 	pdbs       []policyv1.PodDisruptionBudget
@@ -88,6 +89,8 @@ func decode(t *testing.T) *objects {
 				err = add(&o.services, doc)
 			case "apps/v1 Deployment":
 				err = add(&o.deploys, doc)
+			case "apps/v1 StatefulSet":
+				err = add(&o.stateful, doc)
 			case "networking.k8s.io/v1 Ingress":
 				err = add(&o.ingresses, doc)
 			case "autoscaling/v2 HorizontalPodAutoscaler":
@@ -104,9 +107,9 @@ func decode(t *testing.T) *objects {
 			}
 		}
 	}
-	if len(o.deploys) != 1 || len(o.configMaps) != 1 || len(o.secrets) != 1 || len(o.hpas) != 1 || len(o.pdbs) != 1 || len(o.netpols) != 1 ||
+	if len(o.deploys) != 1 || len(o.configMaps) != 1 || len(o.secrets) != 1 || len(o.hpas) != 1 || len(o.pdbs) != 1 || len(o.netpols) < 1 ||
 		len(o.services) < 1 || len(o.ingresses) < 1 {
-		t.Fatalf("want one Deployment, ConfigMap, Secret, HPA, PDB, NetworkPolicy and at least one Service and Ingress")
+		t.Fatalf("want one Deployment, ConfigMap, Secret, HPA, PDB, and at least one NetworkPolicy, Service and Ingress")
 	}
 	return o
 }
@@ -159,8 +162,16 @@ func TestManifests(t *testing.T) {
 	// Services and ingresses reach the pods on a port they expose.
 	svcPorts := map[string][]string{}
 	for _, s := range o.services {
+		if s.Name == storeService {
+			continue // the session store's (checkSessionStore)
+		}
 		if !labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(pod.Labels)) || len(s.Spec.Selector) == 0 {
 			t.Errorf("Service %s does not select the pods", s.Name)
+		}
+		// Any replica serves any request (the session store): no client
+		// is pinned to one, which would skew the load behind a NAT.
+		if s.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+			t.Errorf("Service %s pins clients to a replica (sessionAffinity: ClientIP); the session store makes that needless", s.Name)
 		}
 		for _, p := range s.Spec.Ports {
 			if _, ok := port[p.TargetPort.StrVal]; !ok {
@@ -168,9 +179,6 @@ func TestManifests(t *testing.T) {
 			}
 			svcPorts[s.Name] = append(svcPorts[s.Name], p.Name)
 		}
-	}
-	if s := find(o.services, "toolshed-mcp"); s == nil || s.Spec.SessionAffinity != corev1.ServiceAffinityClientIP {
-		t.Error("the in-cluster MCP Service keeps no client on one replica (sessionAffinity: ClientIP)")
 	}
 	mcpRouted := false
 	for _, ing := range o.ingresses {
@@ -181,14 +189,13 @@ func TestManifests(t *testing.T) {
 					t.Errorf("Ingress %s: path %s goes to a Service or port that does not exist", ing.Name, p.Path)
 					continue
 				}
-				hash := ing.Annotations["nginx.ingress.kubernetes.io/upstream-hash-by"]
 				if p.Path == "/mcp" {
 					mcpRouted = true
-					if hash == "" || strings.Contains(strings.ToLower(hash), "mcp_session_id") && !strings.Contains(hash, "remote_addr") {
-						t.Errorf("Ingress %s: /mcp must keep a client, initialize included, on one replica (upstream-hash-by %q)", ing.Name, hash)
+				}
+				for _, a := range []string{"nginx.ingress.kubernetes.io/upstream-hash-by", "nginx.ingress.kubernetes.io/affinity"} {
+					if v := ing.Annotations[a]; v != "" {
+						t.Errorf("Ingress %s: %s is pinned to a replica (%s %q); any replica serves any request", ing.Name, p.Path, a, v)
 					}
-				} else if hash != "" {
-					t.Errorf("Ingress %s: %s is stateless and should not be pinned (upstream-hash-by %q)", ing.Name, p.Path, hash)
 				}
 			}
 		}
@@ -216,7 +223,8 @@ func TestManifests(t *testing.T) {
 		os.WriteFile(filepath.Join(cfgDir, k), []byte(v), 0o644)
 	}
 	secret := o.secrets[0]
-	stand := map[string]string{"api-keys": "k8s-check-api-key-0123456789", "continuation-key": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "model-api-key": "sk-test"}
+	stand := map[string]string{"api-keys": "k8s-check-api-key-0123456789", "continuation-key": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "model-api-key": "sk-test",
+		"sessions-password": "0123456789abcdef0123456789abcdef"}
 	var env []string
 	envVal := map[string]string{}
 	for _, e := range c.Env {
@@ -236,6 +244,7 @@ func TestManifests(t *testing.T) {
 			}
 			continue
 		}
+		v = expand(v, envVal)
 		env = append(env, e.Name+"="+v)
 		envVal[e.Name] = v
 	}
@@ -357,7 +366,10 @@ func TestManifests(t *testing.T) {
 	}
 	// The NetworkPolicy selects the pods, lets clients reach the HTTP
 	// port and the pods reach DNS and the model.
-	np := o.netpols[0]
+	np := findPolicy(o.netpols, "toolshed")
+	if np == nil {
+		t.Fatal("no NetworkPolicy toolshed")
+	}
 	if s, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector); err != nil || !s.Matches(labels.Set(pod.Labels)) {
 		t.Error("the NetworkPolicy does not select the pods")
 	}
@@ -386,7 +398,8 @@ func TestManifests(t *testing.T) {
 		rules [][]networkingv1.NetworkPolicyPort
 		port  string
 		what  string
-	}{{in, "http", "clients to the HTTP port"}, {out, "53", "DNS"}, {out, modelPort, "the model"}, {out, "443", "the registry"}} {
+	}{{in, "http", "clients to the HTTP port"}, {out, "53", "DNS"}, {out, modelPort, "the model"}, {out, "443", "the registry"},
+		{out, storePort(cfg.Server.Sessions.Store), "the session store"}} {
 		if !allows(want.rules, want.port) {
 			t.Errorf("the NetworkPolicy does not allow %s (port %s)", want.what, want.port)
 		}
@@ -396,12 +409,8 @@ func TestManifests(t *testing.T) {
 		t.Errorf("memory limit %d MiB < %d MiB + %d sessions (server.max_concurrent + server.mcp.max_sessions) × %.1f MiB",
 			limit>>20, baseMiB, sessions, sessionMiB)
 	}
-	// Affinity and timeouts follow the server's.
-	if s := find(o.services, "toolshed-mcp"); s != nil && s.Spec.SessionAffinityConfig != nil && s.Spec.SessionAffinityConfig.ClientIP != nil {
-		if got := time.Duration(*s.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds) * time.Second; got < cfg.Server.MCP.IdleTimeout {
-			t.Errorf("toolshed-mcp affinity lasts %s, less than server.mcp.idle_timeout %s", got, cfg.Server.MCP.IdleTimeout)
-		}
-	}
+	checkSessionStore(t, o, cfg.Server.Sessions.Store, c, secret)
+	// Timeouts follow the server's.
 	for _, ing := range o.ingresses {
 		if v, ok := ing.Annotations["nginx.ingress.kubernetes.io/proxy-read-timeout"]; ok {
 			if secs, err := strconv.Atoi(v); err != nil || time.Duration(secs)*time.Second < cfg.Server.RequestTimeout {
@@ -490,6 +499,128 @@ func find(svcs []corev1.Service, name string) *corev1.Service {
 		}
 	}
 	return nil
+}
+
+// storeService is the session store's Service (sessions.yaml).
+const storeService = "toolshed-sessions"
+
+// expand replaces $(NAME) with the value of an earlier variable, as the
+// kubelet does in a container's env and args; an unknown one is kept.
+func expand(v string, vars map[string]string) string {
+	for name, val := range vars {
+		v = strings.ReplaceAll(v, "$("+name+")", val)
+	}
+	return v
+}
+
+// storePort is the port of the session store's URL (6379 when it names
+// none).
+func storePort(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Port() != "" {
+		return u.Port()
+	}
+	return "6379"
+}
+
+func findPolicy(ps []networkingv1.NetworkPolicy, name string) *networkingv1.NetworkPolicy {
+	for i := range ps {
+		if ps[i].Name == name {
+			return &ps[i]
+		}
+	}
+	return nil
+}
+
+// checkSessionStore: server.sessions.store is set (any replica serves any
+// MCP request), names the session store's Service on a port it serves,
+// and carries the password the store's container is started with (the
+// same Secret key); the store's StatefulSet selects its pods, its Service
+// selects them, and its NetworkPolicy lets toolshed's pods (and only
+// them) in.
+func checkSessionStore(t *testing.T, o *objects, raw string, c corev1.Container, secret corev1.Secret) {
+	t.Helper()
+	if raw == "" {
+		t.Error("server.sessions.store is not set: MCP sessions would live in one replica's memory")
+		return
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("server.sessions.store: %v", err)
+	}
+	svc := find(o.services, storeService)
+	if u.Hostname() != storeService || svc == nil {
+		t.Fatalf("server.sessions.store names %q, not the Service %s", u.Hostname(), storeService)
+	}
+	if len(o.stateful) != 1 {
+		t.Fatalf("want one StatefulSet (the session store), got %d", len(o.stateful))
+	}
+	st := o.stateful[0]
+	sel, err := metav1.LabelSelectorAsSelector(st.Spec.Selector)
+	if err != nil || !sel.Matches(labels.Set(st.Spec.Template.Labels)) || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(st.Spec.Template.Labels)) {
+		t.Error("the session store's StatefulSet or Service does not select its pods")
+	}
+	if st.Spec.ServiceName != storeService {
+		t.Errorf("the StatefulSet's serviceName %q is not %s", st.Spec.ServiceName, storeService)
+	}
+	sc := st.Spec.Template.Spec.Containers[0]
+	served := false
+	for _, p := range svc.Spec.Ports {
+		for _, cp := range sc.Ports {
+			if fmt.Sprint(p.Port) == storePort(raw) && p.TargetPort.StrVal == cp.Name {
+				served = true
+			}
+		}
+	}
+	if !served {
+		t.Errorf("the Service %s does not serve port %s to the store's container", storeService, storePort(raw))
+	}
+	// The password: the URL's comes from the same Secret key as the
+	// --requirepass of the store.
+	keyOf := func(env []corev1.EnvVar, name string) string {
+		for _, e := range env {
+			if e.Name == name && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				return e.ValueFrom.SecretKeyRef.Key
+			}
+		}
+		return ""
+	}
+	pass := argAfter(sc.Args, "--requirepass")
+	storeKey := keyOf(sc.Env, strings.TrimSuffix(strings.TrimPrefix(pass, "$("), ")"))
+	var urlKey string
+	for _, e := range c.Env {
+		if e.Name == "TOOLSHED_SERVER_SESSIONS_STORE" {
+			if i, j := strings.Index(e.Value, ":$("), strings.Index(e.Value, ")@"); i >= 0 && j > i {
+				urlKey = keyOf(c.Env, e.Value[i+3:j])
+			}
+		}
+	}
+	if storeKey == "" || storeKey != urlKey {
+		t.Errorf("the store's password (Secret key %q) and the one server.sessions.store carries (Secret key %q) differ", storeKey, urlKey)
+	}
+	if _, ok := secret.StringData[storeKey]; !ok {
+		t.Errorf("the Secret has no key %q", storeKey)
+	}
+	np := findPolicy(o.netpols, storeService)
+	if np == nil {
+		t.Fatalf("no NetworkPolicy %s: any pod could reach the store", storeService)
+	}
+	if s, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector); err != nil || !s.Matches(labels.Set(st.Spec.Template.Labels)) {
+		t.Error("the store's NetworkPolicy does not select its pods")
+	}
+	toolshedIn := false
+	for _, r := range np.Spec.Ingress {
+		if len(r.From) == 0 {
+			t.Error("the store's NetworkPolicy lets any pod in")
+		}
+		for _, f := range r.From {
+			if f.PodSelector != nil && f.PodSelector.MatchLabels["app.kubernetes.io/name"] == "toolshed" {
+				toolshedIn = true
+			}
+		}
+	}
+	if !toolshedIn {
+		t.Error("the store's NetworkPolicy does not let toolshed's pods in")
+	}
 }
 
 func argAfter(args []string, flag string) string {
