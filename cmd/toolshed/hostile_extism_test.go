@@ -123,6 +123,14 @@ var hostileExtismCases = []hostileCase{
 		func(e *hostileEnv) []byte {
 			return extismBodyModule(append(bytesRepeat([]byte{0x02, 0x40}, 100_000), bytesRepeat([]byte{0x0b}, 100_000)...))
 		}, nil, 5*time.Second, basePeak, "compile budget"),
+	extismCase("8 compile", "extism-huge-function", "one 12 MB function",
+		func(e *hostileEnv) []byte { return extismBodyModule(bytesRepeat([]byte{0x41, 0x00, 0x1a}, 4_000_000)) },
+		nil, 5*time.Second, basePeak+64, "compile budget"),
+	extismCase("9 memory", "extism-recursion", "unbounded recursion",
+		func(e *hostileEnv) []byte {
+			return wat(e.t, extismAttackWAT(`(drop (call $r (i32.const 0))) (i32.const 0)`,
+				`(func $r (param i32) (result i32) (i32.add (call $r (i32.add (local.get 0) (i32.const 1))) (i32.const 1)))`))
+		}, map[string]int{"timeout_ms": 5000, "max_memory_mb": 64}, 5*time.Second+slack, basePeak+64, "trapped"),
 	extismCase("9 memory", "extism-memory-grow", "memory.grow to the 64 MiB cap, touching every page",
 		func(e *hostileEnv) []byte {
 			return wat(e.t, extismAttackWAT(`

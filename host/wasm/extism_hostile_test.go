@@ -289,3 +289,35 @@ func TestExtismLogQuota(t *testing.T) {
 		t.Error("a plugin not granted log wrote to the host log")
 	}
 }
+
+// TestExtismServletArtifactQuota: a servlet returning thirty images is
+// held to the artifact quota like any plugin: the first ones are stored,
+// the rest are said to be left out.
+func TestExtismServletArtifactQuota(t *testing.T) {
+	snap := writeExtism(t, extismPlugin{name: "servlet", module: goExtism(t), extra: `"servlet": true, "capabilities": {"artifacts": true}, "limits": {"max_output_kb": 8192}`,
+		tools: `[{"name": "flood", "description": "thirty pictures"}, {"name": "shout", "description": "shout",
+			"parameters": {"type": "object", "properties": {"message": {"type": "string"}}}}]`})
+	dir := t.TempDir()
+	h, _ := newHost(t, &wasm.Options{Caps: wasm.Caps{MaxArtifacts: 4},
+		Grants: map[string]wasm.Grants{"servlet": {Artifacts: dir}}})
+	s := h.NewSession()
+	defer s.Close(context.Background())
+	tool, _ := snap.Tool("flood")
+	res, err := s.CallResult(context.Background(), tool, []byte(`{}`))
+	if err != nil || res.IsError {
+		t.Fatalf("flood: %+v, %v", res.Result, err)
+	}
+	files, _ := os.ReadDir(dir)
+	if len(res.Artifacts) != 4 || len(files) != 4 {
+		t.Fatalf("%d artifacts returned, %d files stored; want the quota's 4", len(res.Artifacts), len(files))
+	}
+	if n := strings.Count(res.Content, "stored as artifact"); n != 4 {
+		t.Errorf("%d lines say stored:\n%s", n, res.Content)
+	}
+	if n := strings.Count(res.Content, "left out"); n != 26 {
+		t.Errorf("%d lines say left out:\n%s", n, res.Content)
+	}
+	if out, _, err := callText(t, s, snap, "shout", ""); err != nil || out != "" {
+		t.Errorf("shout after the flood: %q, %v", out, err)
+	}
+}

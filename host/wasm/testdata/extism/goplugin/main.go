@@ -309,6 +309,14 @@ func call() int32 {
 		return output(string(b))
 	case "grumpy":
 		return text("no", true)
+	case "flood": // 30 images of 100 KiB
+		img := map[string]string{"type": "image", "mimeType": "image/png", "data": base64.StdEncoding.EncodeToString(make([]byte, 100<<10))}
+		var content []any
+		for range 30 {
+			content = append(content, img)
+		}
+		b, _ := json.Marshal(map[string]any{"content": content})
+		return output(string(b))
 	}
 	return text("unknown tool "+req.Params.Name, true)
 }
