@@ -405,3 +405,74 @@ func TestClientElicitNeverAnswered(t *testing.T) {
 		}
 	}
 }
+
+// TestClientHostileAnswers: what a client answers is checked before it
+// reaches the plugin: an oversized sampling answer, a refusal, a form that
+// does not match the schema asked for, a non-text answer each come back
+// as the op's error; a call cancelled while its elicitation waits ends at
+// once and the session goes on.
+func TestClientHostileAnswers(t *testing.T) {
+	sample := func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		switch r.Params.Messages[0].Content.(*mcp.TextContent).Text {
+		case "big":
+			return &mcp.CreateMessageResult{Content: &mcp.TextContent{Text: strings.Repeat("x", wasm.MaxClientReplyBytes+1)}}, nil
+		case "image":
+			return &mcp.CreateMessageResult{Content: &mcp.ImageContent{Data: []byte{1}, MIMEType: "image/png"}}, nil
+		}
+		return nil, &jsonrpcError{"the user refused the request"}
+	}
+	asked := make(chan struct{}, 1)
+	release := make(chan struct{}) // the client's handler is not told of the cancel: it waits for the test's end
+	defer close(release)
+	elicit := func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		if r.Params.Message == "wait" {
+			asked <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil, context.Canceled
+		}
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": 5}}, nil
+	}
+	c := connectHTTP(t, clientHost(t, allClient), clientOpts(&heard{}, sample, elicit))
+	for prompt, want := range map[string]string{
+		"big":   "the client's answer is 262145 bytes; at most 262144",
+		"image": "answered with image content; only text reaches a plugin",
+		"no":    "the user refused the request",
+	} {
+		if r := callKit(t, c, "clientSample", map[string]any{"prompt": prompt}, nil); r.OK != 0 || !strings.Contains(r.Error, want) {
+			t.Errorf("sampling answered %q: %+v", prompt, r)
+		}
+	}
+	schema := map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}
+	if r := callKit(t, c, "clientElicit", map[string]any{"message": "m", "schema": schema}, nil); r.OK != 0 ||
+		!strings.Contains(r.Error, "does not match requested schema") {
+		t.Errorf("a form that does not match: %+v", r)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.CallTool(ctx, &mcp.CallToolParams{Name: "clientElicit", Arguments: map[string]any{"message": "wait", "schema": schema}})
+		done <- err
+	}()
+	select {
+	case <-asked:
+	case <-time.After(time.Minute):
+		t.Fatal("the elicitation never reached the client")
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the cancelled call did not end")
+	}
+	if r := callKit(t, c, "clientLog", map[string]any{"level": "info", "message": "after"}, nil); r.OK != 1 {
+		t.Fatalf("the call after a cancelled elicitation: %+v", r)
+	}
+}
+
+// jsonrpcError is a client handler's error, as the SDK sends it back.
+type jsonrpcError struct{ msg string }
+
+func (e *jsonrpcError) Error() string { return e.msg }
