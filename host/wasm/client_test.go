@@ -76,15 +76,7 @@ func clientKit(t *testing.T, g wasm.Grants, logs *logBuffer) *plugintest.Plugin 
 // report's text.
 func callWith(t *testing.T, p *plugintest.Plugin, c wasm.Client, tool, args string) string {
 	t.Helper()
-	tl, ok := p.Snapshot.Tool(tool)
-	if !ok {
-		t.Fatalf("no tool %s", tool)
-	}
-	ctx := context.Background()
-	if c != nil {
-		ctx = wasm.WithClient(ctx, c)
-	}
-	res, err := p.Session.Call(ctx, tl, json.RawMessage(args))
+	res, err := p.CallClient(c, tool, json.RawMessage(args))
 	if err != nil {
 		t.Fatalf("%s: %v", tool, err)
 	}

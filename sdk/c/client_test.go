@@ -49,9 +49,8 @@ func (c *mcpClient) Elicit(_ context.Context, r *abi.ClientElicitRequest) (*abi.
 // grant each fails with the host's reason.
 func TestClientHelpers(t *testing.T) {
 	p := kit(t, wasm.Grants{Client: []string{"log", "progress", "sample", "elicit"}})
-	tool, _ := p.Snapshot.Tool("client")
 	c := &mcpClient{}
-	res, err := p.Session.Call(wasm.WithClient(context.Background(), c), tool, json.RawMessage(`{}`))
+	res, err := p.CallClient(c, "client", json.RawMessage(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}

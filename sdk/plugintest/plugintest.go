@@ -149,6 +149,14 @@ func Pin(t testing.TB, module, manifest string) (dir, name string) {
 // json.RawMessage) and returns the result and the host's error.
 func (p *Plugin) CallErr(tool string, args any) (abi.Result, error) {
 	p.t.Helper()
+	return p.CallClient(nil, tool, args)
+}
+
+// CallClient is CallErr for a call that came from the MCP client c: the
+// plugin's client.* operations (log, progress, sample, elicit) reach c,
+// within the host's limits. A nil c is a call no MCP client made.
+func (p *Plugin) CallClient(c wasm.Client, tool string, args any) (abi.Result, error) {
+	p.t.Helper()
 	tl, ok := p.Snapshot.Tool(tool)
 	if !ok {
 		p.t.Fatalf("plugintest: the manifest has no tool %q", tool)
@@ -161,7 +169,7 @@ func (p *Plugin) CallErr(tool string, args any) (abi.Result, error) {
 		}
 		raw = b
 	}
-	return p.Session.Call(context.Background(), tl, raw)
+	return p.Session.Call(wasm.WithClient(context.Background(), c), tl, raw)
 }
 
 // Call calls a tool and fails the test on a host error (a tool error is a
