@@ -15,6 +15,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/toolshed/toolshed/host"
+	"github.com/toolshed/toolshed/host/artifact"
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/mcpserver"
 	"github.com/toolshed/toolshed/host/wasm"
@@ -27,17 +28,28 @@ var allClient = wasm.Grants{Client: []string{"log", "progress", "sample", "elici
 
 // clientHost is a host over the clientkit test plugin (testdata/clientkit:
 // each tool repeats one client.* operation and reports the host's
-// answers) with the given grants; its tools are found without
-// tool_search (agent.auto_discover), as the conformance suite calls them.
+// answers) with the given grants.
 func clientHost(t *testing.T, g wasm.Grants) *host.Host {
 	t.Helper()
-	dir, name := plugintest.Pin(t, wasmbuild.Build(t, "testdata/clientkit"), "testdata/clientkit/clientkit.json")
+	return pluginHost(t, "testdata/clientkit", "testdata/clientkit/clientkit.json", g, nil)
+}
+
+// pluginHost is a host over the plugin built from pkg with manifest,
+// granted g, storing artifacts in store (nil: none); its tools are found
+// without tool_search (agent.auto_discover), as the conformance suite
+// calls them.
+func pluginHost(t *testing.T, pkg, manifest string, g wasm.Grants, store *artifact.Store) *host.Host {
+	t.Helper()
+	dir, name := plugintest.Pin(t, wasmbuild.Build(t, pkg), manifest)
 	snap, err := catalog.Load(dir, nil)
 	if err != nil || len(snap.Errors) > 0 {
 		t.Fatal(err, snap.Errors)
 	}
-	rt, err := wasm.New(&wasm.Options{CacheDir: filepath.Join(os.TempDir(), "toolshed-test-cache"),
-		Grants: map[string]wasm.Grants{name: g}})
+	wo := &wasm.Options{CacheDir: filepath.Join(os.TempDir(), "toolshed-test-cache"), Grants: map[string]wasm.Grants{name: g}}
+	if store != nil {
+		wo.Artifacts = store
+	}
+	rt, err := wasm.New(wo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,3 +488,100 @@ func TestClientHostileAnswers(t *testing.T) {
 type jsonrpcError struct{ msg string }
 
 func (e *jsonrpcError) Error() string { return e.msg }
+
+// TestConformanceFixtures: the conformance suite's fixture plugin
+// (conformance/fixtures) answers as each tools and elicitation scenario
+// expects, through the go-sdk client: what make conformance checks with
+// the suite, here without npm.
+func TestConformanceFixtures(t *testing.T) {
+	dir := t.TempDir()
+	store := artifact.New(artifact.Options{MaxAge: time.Hour, Dirs: []string{dir}})
+	h := pluginHost(t, "conformance/fixtures", "conformance/fixtures/conformance.json",
+		wasm.Grants{Artifacts: dir, Client: allClient.Client}, store)
+	var schemas []map[string]any
+	var mu sync.Mutex
+	elicit := func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		s, _ := json.Marshal(r.Params.RequestedSchema)
+		var m map[string]any
+		json.Unmarshal(s, &m)
+		schemas = append(schemas, m)
+		if len(schemas) == 1 {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "testuser", "email": "test@example.com"}}, nil
+		}
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+	}
+	sample := func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		return &mcp.CreateMessageResult{Role: "assistant", Content: &mcp.TextContent{Text: "This is a test response from the client"}}, nil
+	}
+	var got heard
+	s, url := serveMCP(t, h, &mcpserver.Options{Artifacts: store})
+	_ = s
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, clientOpts(&got, sample, elicit)).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	setLevel(t, c, "debug")
+	call := func(name string, args map[string]any, token any) *mcp.CallToolResult {
+		t.Helper()
+		p := &mcp.CallToolParams{Name: name, Arguments: args}
+		if token != nil {
+			p.Meta = mcp.Meta{"progressToken": token}
+		}
+		res, err := c.CallTool(ctx, p)
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", name, err, res.Content[0])
+		}
+		return res
+	}
+	text := func(res *mcp.CallToolResult) string { return res.Content[0].(*mcp.TextContent).Text }
+
+	res := call("test_audio_content", nil, nil)
+	if len(res.Content) != 2 {
+		t.Fatalf("audio: %d blocks", len(res.Content))
+	}
+	if a, ok := res.Content[1].(*mcp.AudioContent); !ok || a.MIMEType != "audio/wav" || string(a.Data[:4]) != "RIFF" {
+		t.Fatalf("audio: %T %+v", res.Content[1], res.Content[1])
+	}
+	call("test_tool_with_logging", nil, nil)
+	res = call("test_tool_with_progress", nil, "progress-test-1")
+	if !strings.Contains(text(res), "3 progress notifications sent") {
+		t.Fatalf("progress: %s", text(res))
+	}
+	waitFor(t, "3 logs and 3 progress notifications", func() bool { l, p := got.counts(); return l >= 3 && p >= 3 })
+	got.mu.Lock()
+	if strings.Join(got.logs, "|") != "info:Tool execution started|info:Tool processing data|info:Tool execution completed" ||
+		got.progress[0] != 0 || got.progress[1] != 50 || got.progress[2] != 100 {
+		t.Errorf("logs %q, progress %v", got.logs, got.progress)
+	}
+	got.mu.Unlock()
+	if res := call("test_sampling", map[string]any{"prompt": "Test prompt for sampling"}, nil); text(res) != "LLM response: This is a test response from the client" {
+		t.Errorf("sampling: %s", text(res))
+	}
+	if res := call("test_elicitation", map[string]any{"message": "Please provide your information"}, nil); text(res) !=
+		`User response: action=accept, content={"email":"test@example.com","username":"testuser"}` {
+		t.Errorf("elicitation: %s", text(res))
+	}
+	res = call("test_elicitation_sep1034_defaults", nil, nil)
+	if want := `Elicitation completed: action=accept, content={"age":30,"name":"John Doe","score":95.5,"status":"active","verified":true}`; text(res) != want {
+		t.Errorf("SEP-1034: %s\nwant %s", text(res), want)
+	}
+	call("test_elicitation_sep1330_enums", nil, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(schemas) != 3 {
+		t.Fatalf("%d elicitations", len(schemas))
+	}
+	props := schemas[2]["properties"].(map[string]any)
+	titled := props["titledSingle"].(map[string]any)["oneOf"].([]any)
+	multi := props["titledMulti"].(map[string]any)["items"].(map[string]any)["anyOf"].([]any)
+	legacy := props["legacyEnum"].(map[string]any)["enumNames"].([]any)
+	if len(props) != 5 || len(titled) != 3 || len(multi) != 3 || len(legacy) != 3 {
+		t.Errorf("SEP-1330 schema: %v", props)
+	}
+}

@@ -61,15 +61,20 @@ func (ms *session) dispatch(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 			"Call %s first; call %s and the always-on tools directly.", names.CallTool, host.ToolSearchName, a.Name, list,
 			host.ToolSearchName, host.ToolSearchName)), nil
 	}
-	args := string(a.Arguments)
-	if strings.TrimSpace(args) == "" || args == "null" {
-		args = "{}"
-	}
 	start := time.Now()
-	res, _ := ms.hs.Call(withClient(ctx, req.Session, req.Params), a.Name, args)
+	res, _ := ms.hs.Call(withClient(ctx, req.Session, req.Params), a.Name, toolArgs(a.Arguments))
 	ms.front.opts.Metrics.ObserveCall(&host.ToolCallRecord{Name: a.Name, Plugin: ms.hs.PluginOf(a.Name), IsError: res.IsError,
 		Duration: time.Since(start)})
 	return ms.front.result(res), nil
+}
+
+// toolArgs is a call's arguments as the host takes them: absent or null
+// (a client may send either for a tool without parameters) is {}.
+func toolArgs(raw json.RawMessage) string {
+	if s := strings.TrimSpace(string(raw)); s != "" && s != "null" {
+		return string(raw)
+	}
+	return "{}"
 }
 
 func toolError(msg string) *mcp.CallToolResult {

@@ -350,7 +350,7 @@ func (ms *session) refuseUnknown(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		ss, _ := req.GetSession().(*mcp.ServerSession)
-		res, _ := ms.hs.Call(withClient(ctx, ss, p), p.Name, string(p.Arguments))
+		res, _ := ms.hs.Call(withClient(ctx, ss, p), p.Name, toolArgs(p.Arguments))
 		ms.front.opts.Metrics.ObserveCall(&host.ToolCallRecord{Name: p.Name, Plugin: ms.hs.PluginOf(p.Name), IsError: true})
 		return ms.front.result(res), nil
 	}
@@ -358,10 +358,7 @@ func (ms *session) refuseUnknown(next mcp.MethodHandler) mcp.MethodHandler {
 
 // call runs one tool call of the session.
 func (ms *session) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	name, args := req.Params.Name, string(req.Params.Arguments)
-	if strings.TrimSpace(args) == "" || args == "null" {
-		args = "{}"
-	}
+	name, args := req.Params.Name, toolArgs(req.Params.Arguments)
 	start := time.Now()
 	var res host.Result
 	var rec *host.SearchRecord
