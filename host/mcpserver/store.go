@@ -195,6 +195,18 @@ func (ms *session) save(ctx context.Context) {
 // session this replica holds (nil: none, or another tenant's). It returns
 // the session to serve the request, nil for 404.
 func (s *Server) shared(h http.Handler, r *http.Request, sid, tenant string, local *session) *session {
+	s.fleet.mu.Lock()
+	adopting := s.fleet.adopting[sid]
+	s.fleet.mu.Unlock()
+	if adopting != nil {
+		// Being adopted by a concurrent request: its session is visible
+		// (live) before its replay is over; use it only once it is.
+		<-adopting
+		local = s.liveSession(sid)
+		if local != nil && subtle.ConstantTimeCompare([]byte(local.tenant), []byte(tenant)) != 1 {
+			local = nil
+		}
+	}
 	ctx, cancel := s.storeCtx(r)
 	rec, gone, err := s.touch(ctx, sid, tenant)
 	cancel()

@@ -1,10 +1,13 @@
 package mcpserver_test
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -216,5 +219,67 @@ func TestStoreOutage(t *testing.T) {
 	// The fleet counts them again: key A holds 2.
 	if _, code := open(t, b.url, "key-a"); code != http.StatusTooManyRequests {
 		t.Fatalf("key A's third session after the store came back: %d, want 429", code)
+	}
+}
+
+// TestStoreAdoptOnce: twenty requests of one session arriving at once at
+// a replica that has never seen it adopt it once: all are served, and the
+// replica holds one session.
+func TestStoreAdoptOnce(t *testing.T) {
+	redis := redistest.Start(t)
+	rs := replicas(t, 2, mcpserver.Options{}, redis.URL, nil)
+	a, b := rs[0], rs[1]
+	sid, _ := open(t, a.url, "key-a")
+	if code, out := call(t, a.url, "key-a", sid, searchSlug); code != 200 || !strings.Contains(out, "slugify") {
+		t.Fatalf("tool_search on A: %d %s", code, out)
+	}
+	var wg sync.WaitGroup
+	codes := make(chan string, 20)
+	for i := range 20 {
+		wg.Go(func() {
+			code, out := call(t, b.url, "key-a", sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, 100+i))
+			if code != 200 || !strings.Contains(out, `"slugify"`) {
+				codes <- fmt.Sprint(code, " ", out)
+			}
+		})
+	}
+	wg.Wait()
+	close(codes)
+	for c := range codes {
+		t.Fatalf("a concurrent first request on B: %s", c)
+	}
+	if n := b.s.Sessions(); n != 1 {
+		t.Fatalf("B holds %d sessions after twenty concurrent first requests of one, want 1", n)
+	}
+}
+
+// TestStoreBadRecord: records a replica cannot use (not JSON; initialize
+// parameters the SDK refuses) are answered 404, as an unknown session,
+// and leave nothing held.
+func TestStoreBadRecord(t *testing.T) {
+	redis := redistest.Start(t)
+	var log syncBuffer
+	rs := replicas(t, 1, mcpserver.Options{}, redis.URL, slog.New(slog.NewTextHandler(&log, nil)))
+	st, err := sessionstore.Open(redis.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	if err := st.Client().Set(ctx, "toolshed:session:not-json", "{{{", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Save(ctx, "bad-params", &sessionstore.Record{Tenant: "Bearer key-a", Protocol: "2025-06-18",
+		Initialize: []byte(`{"protocolVersion":"2025-06-18","capabilities":5}`)}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, sid := range []string{"not-json", "bad-params"} {
+		if code, out := call(t, rs[0].url, "key-a", sid, listTools); code != 404 {
+			t.Fatalf("session %s: %d %s", sid, code, out)
+		}
+	}
+	waitFor(t, "the failed adoption to free its slot", func() bool { return rs[0].s.Sessions() == 0 })
+	if !strings.Contains(log.String(), "could not be made here") {
+		t.Fatalf("no log line for the failed adoption:\n%s", log.String())
 	}
 }
