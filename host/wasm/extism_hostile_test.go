@@ -204,7 +204,7 @@ func TestExtismDeadline(t *testing.T) {
 // the limit, and blocks held while the linear memory grows are all
 // stopped at the cap; the budget gets every byte back.
 func TestExtismMemoryCap(t *testing.T) {
-	snap := goExtismSnap(t, `"limits": {"max_memory_mb": 48}`)
+	snap := goExtismSnap(t, `"limits": {"max_memory_mb": 48, "timeout_ms": 120000}`) // the cap, not the deadline, must stop them
 	h, _ := newHost(t, &wasm.Options{PoolSize: -1})
 	for _, c := range []struct{ tool, in string }{
 		{"storm", fmt.Sprint(8 << 20)},
@@ -294,7 +294,7 @@ func TestExtismLogQuota(t *testing.T) {
 // held to the artifact quota like any plugin: the first ones are stored,
 // the rest are said to be left out.
 func TestExtismServletArtifactQuota(t *testing.T) {
-	snap := writeExtism(t, extismPlugin{name: "servlet", module: goExtism(t), extra: `"servlet": true, "capabilities": {"artifacts": true}, "limits": {"max_output_kb": 8192}`,
+	snap := writeExtism(t, extismPlugin{name: "servlet", module: goExtism(t), extra: `"servlet": true, "capabilities": {"artifacts": true}, "limits": {"timeout_ms": 120000}`,
 		tools: `[{"name": "flood", "description": "thirty pictures"}, {"name": "shout", "description": "shout",
 			"parameters": {"type": "object", "properties": {"message": {"type": "string"}}}}]`})
 	dir := t.TempDir()

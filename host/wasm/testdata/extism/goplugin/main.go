@@ -246,9 +246,8 @@ func freedoutput() int32 {
 //
 //go:wasmexport varflood
 func varflood() int32 {
-	v := make([]byte, 64<<10)
 	for i := 0; ; i++ {
-		varSet(put([]byte("k"+strconv.Itoa(i))), put(v))
+		varSet(put([]byte("k"+strconv.Itoa(i))), alloc(64<<10))
 	}
 }
 
@@ -309,8 +308,8 @@ func call() int32 {
 		return output(string(b))
 	case "grumpy":
 		return text("no", true)
-	case "flood": // 30 images of 100 KiB
-		img := map[string]string{"type": "image", "mimeType": "image/png", "data": base64.StdEncoding.EncodeToString(make([]byte, 100<<10))}
+	case "flood": // 30 images of 1 KiB
+		img := map[string]string{"type": "image", "mimeType": "image/png", "data": base64.StdEncoding.EncodeToString(make([]byte, 1<<10))}
 		var content []any
 		for range 30 {
 			content = append(content, img)
