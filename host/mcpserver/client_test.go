@@ -184,11 +184,11 @@ func TestClientLogAndProgress(t *testing.T) {
 		t.Run(transport, func(t *testing.T) {
 			var got heard
 			opts := clientOpts(&got, nil, nil)
-			cs := connectHTTP
+			connect := connectHTTP
 			if transport == "stdio" {
-				cs = connectStdio
+				connect = connectStdio
 			}
-			c := cs(t, h, opts)
+			c := connect(t, h, opts)
 			setLevel(t, c, "warning")
 			if r := callKit(t, c, "clientLog", map[string]any{"level": "info", "message": "quiet"}, nil); r.OK != 1 || r.Error != "" {
 				t.Fatalf("info: %+v", r)
@@ -220,10 +220,15 @@ func TestClientLogAndProgress(t *testing.T) {
 }
 
 // TestClientSampleAndElicit: a plugin asks the client's model and its user
-// and gets their answers; the elicited form's defaults are applied to
-// what the user left out.
+// and gets their answers, over HTTP and stdio; the elicited form's
+// defaults are applied to what the user left out.
 func TestClientSampleAndElicit(t *testing.T) {
 	h := clientHost(t, allClient)
+	t.Run("http", func(t *testing.T) { sampleAndElicit(t, h, connectHTTP) })
+	t.Run("stdio", func(t *testing.T) { sampleAndElicit(t, h, connectStdio) })
+}
+
+func sampleAndElicit(t *testing.T, h *host.Host, connect func(*testing.T, *host.Host, *mcp.ClientOptions) *mcp.ClientSession) {
 	var prompts []string
 	var mu sync.Mutex
 	sample := func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
@@ -238,7 +243,7 @@ func TestClientSampleAndElicit(t *testing.T) {
 		}
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
 	}
-	c := connectHTTP(t, h, clientOpts(&heard{}, sample, elicit))
+	c := connect(t, h, clientOpts(&heard{}, sample, elicit))
 	r := callKit(t, c, "clientSample", map[string]any{"prompt": "the answer?", "times": 2}, nil)
 	if r.OK != 2 || !strings.Contains(string(r.Replies[0]), `"text":"forty-two"`) || !strings.Contains(string(r.Replies[1]), `"model":"client-model"`) {
 		t.Fatalf("sample: %+v", r)
@@ -516,8 +521,7 @@ func TestConformanceFixtures(t *testing.T) {
 		return &mcp.CreateMessageResult{Role: "assistant", Content: &mcp.TextContent{Text: "This is a test response from the client"}}, nil
 	}
 	var got heard
-	s, url := serveMCP(t, h, &mcpserver.Options{Artifacts: store})
-	_ = s
+	_, url := serveMCP(t, h, &mcpserver.Options{Artifacts: store})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, clientOpts(&got, sample, elicit)).
