@@ -1,12 +1,15 @@
 package wasm_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -319,5 +322,63 @@ func TestExtismServletArtifactQuota(t *testing.T) {
 	}
 	if out, _, err := callText(t, s, snap, "shout", ""); err != nil || out != "" {
 		t.Errorf("shout after the flood: %q, %v", out, err)
+	}
+}
+
+// cExtism builds testdata/extism/cplugin, an Extism plugin in
+// freestanding C (clang, no libc). Without clang the test is skipped, or
+// fails under CI (.ci/run installs it).
+func cExtism(t *testing.T) []byte {
+	t.Helper()
+	clang, err := exec.LookPath("clang")
+	if err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skip("no clang: the C Extism fixture is not built")
+		}
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "cplugin.wasm")
+	cmd := exec.Command(clang, "--target=wasm32", "-O2", "-nostdlib", "-Wall", "-Wextra", "-Werror", "-Wl,--no-entry",
+		"-o", out, "testdata/extism/cplugin/plugin.c")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		if os.Getenv("CI") == "" && bytes.Contains(msg, []byte("wasm-ld")) {
+			t.Skipf("clang cannot link WebAssembly here: %s", msg)
+		}
+		t.Fatalf("clang: %v\n%s", err, msg)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestExtismCPlugin: the C fixture's exports, vars per session, config
+// granted and not.
+func TestExtismCPlugin(t *testing.T) {
+	tools := goExtismTools("reverse", "count", "cfg", "no")
+	snap := writeExtism(t, extismPlugin{name: "cx", module: cExtism(t), tools: tools, extra: `"capabilities": {"config": ["colour"]}`})
+	h, _ := newHost(t, &wasm.Options{Grants: map[string]wasm.Grants{"cx": {Config: map[string]string{"colour": "teal", "other": "x"}}}})
+	a, b := h.NewSession(), h.NewSession()
+	defer a.Close(context.Background())
+	defer b.Close(context.Background())
+	for _, c := range []struct {
+		s              *wasm.Session
+		tool, in, want string
+		isErr          bool
+	}{
+		{a, "reverse", "stressed", "desserts", false},
+		{a, "count", "", "1", false},
+		{a, "count", "", "2", false},
+		{b, "count", "", "1", false},
+		{a, "count", "", "3", false},
+		{a, "cfg", "colour", "teal", false},
+		{a, "cfg", "other", "<unset>", false},
+		{a, "no", "", "c says no", true},
+	} {
+		out, isErr, err := callText(t, c.s, snap, c.tool, c.in)
+		if err != nil || isErr != c.isErr || out != c.want {
+			t.Errorf("%s(%q) = %q (tool error %v), %v; want %q", c.tool, c.in, out, isErr, err, c.want)
+		}
 	}
 }
