@@ -68,6 +68,8 @@ const (
 	// MaxClientReplyBytes bounds what a client's answer may bring back
 	// into the plugin (its text, or its form's content as JSON).
 	MaxClientReplyBytes = 256 << 10
+	// MaxElicitProperties bounds the fields of one elicitation's form.
+	MaxElicitProperties = 64
 	// DefaultSampleTokens is the max_tokens of a sampling request that
 	// names none; MaxSampleTokens caps what one may ask.
 	DefaultSampleTokens = 1024
@@ -339,6 +341,9 @@ func CheckElicitSchema(raw json.RawMessage) error {
 	}
 	if s.Type != "object" {
 		return fmt.Errorf(`the schema's type must be "object", not %q`, s.Type)
+	}
+	if len(s.Properties) > MaxElicitProperties {
+		return fmt.Errorf("%d properties; a form has at most %d", len(s.Properties), MaxElicitProperties)
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
 		if err := checkElicitProperty(s.Properties[name]); err != nil {

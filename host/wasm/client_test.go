@@ -175,6 +175,12 @@ func TestCheckElicitSchema(t *testing.T) {
 		`{"type":"object","properties":{"a":{"type":"string","oneOf":[{"title":"X"}]}}}`:              `oneOf[0] has no const`,
 		`{"type":"object","properties":{"a":{"type":"integer","enum":[1,2]}}}`:                        `enumerations are for strings`,
 	}
+	many := map[string]any{}
+	for i := range wasm.MaxElicitProperties + 1 {
+		many[fmt.Sprint("f", i)] = map[string]string{"type": "string"}
+	}
+	b, _ := json.Marshal(map[string]any{"type": "object", "properties": many})
+	bad[string(b)] = "65 properties; a form has at most 64"
 	for s, want := range bad {
 		err := wasm.CheckElicitSchema(json.RawMessage(s))
 		if err == nil || !strings.Contains(err.Error(), want) {
