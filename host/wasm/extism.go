@@ -60,7 +60,7 @@ const (
 type extismFunc struct {
 	name            string
 	params, results []api.ValueType
-	fn              func(p *Plugin, ctx context.Context, in *instance, st *extismState, stack []uint64)
+	fn              func(ctx context.Context, p *Plugin, in *instance, st *extismState, stack []uint64)
 }
 
 var (
@@ -70,53 +70,53 @@ var (
 
 // extismFuncs is extism:host/env as this host provides it, sorted by name.
 var extismFuncs = []extismFunc{
-	{"alloc", []api.ValueType{i64}, []api.ValueType{i64}, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"alloc", []api.ValueType{i64}, []api.ValueType{i64}, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		s[0] = st.alloc(in, int64(s[0]), "alloc")
 	}},
 	{"config_get", []api.ValueType{i64}, []api.ValueType{i64}, extConfigGet},
-	{"error_get", nil, []api.ValueType{i64}, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"error_get", nil, []api.ValueType{i64}, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		s[0] = st.errBlock
 	}},
-	{"error_set", []api.ValueType{i64}, nil, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"error_set", []api.ValueType{i64}, nil, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		if s[0] != 0 {
 			st.block(s[0], 0, "error_set") // must be a live block
 		}
 		st.errBlock = s[0]
 	}},
-	{"free", []api.ValueType{i64}, nil, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"free", []api.ValueType{i64}, nil, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		st.free(in, s[0])
 	}},
-	{"get_log_level", nil, []api.ValueType{i32}, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"get_log_level", nil, []api.ValueType{i32}, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		s[0] = api.EncodeI32(p.extismLogLevel(ctx))
 	}},
 	{"http_headers", nil, []api.ValueType{i64}, extHTTPHeaders},
 	{"http_request", []api.ValueType{i64, i64}, []api.ValueType{i64}, extHTTPRequest},
-	{"http_status_code", nil, []api.ValueType{i32}, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"http_status_code", nil, []api.ValueType{i32}, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		s[0] = api.EncodeI32(st.httpStatus)
 	}},
-	{"input_length", nil, []api.ValueType{i64}, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"input_length", nil, []api.ValueType{i64}, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		s[0] = st.input.n
 	}},
-	{"input_load_u64", []api.ValueType{i64}, []api.ValueType{i64}, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"input_load_u64", []api.ValueType{i64}, []api.ValueType{i64}, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		b := st.inputBytes(s[0]&offsetMask, 8, "input_load_u64")
 		s[0] = le64(b)
 	}},
-	{"input_load_u8", []api.ValueType{i64}, []api.ValueType{i32}, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"input_load_u8", []api.ValueType{i64}, []api.ValueType{i32}, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		s[0] = uint64(st.inputBytes(s[0]&offsetMask, 1, "input_load_u8")[0])
 	}},
-	{"input_offset", nil, []api.ValueType{i64}, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"input_offset", nil, []api.ValueType{i64}, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		s[0] = st.input.addr
 	}},
-	{"input_set", []api.ValueType{i64, i64}, nil, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"input_set", []api.ValueType{i64, i64}, nil, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		st.block(s[0], s[1], "input_set")
 		st.input = region{s[0], s[1]}
 	}},
 	{"length", []api.ValueType{i64}, []api.ValueType{i64}, extLength},
 	{"length_unsafe", []api.ValueType{i64}, []api.ValueType{i64}, extLength},
-	{"load_u64", []api.ValueType{i64}, []api.ValueType{i64}, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"load_u64", []api.ValueType{i64}, []api.ValueType{i64}, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		s[0] = le64(st.block(s[0], 8, "load_u64"))
 	}},
-	{"load_u8", []api.ValueType{i64}, []api.ValueType{i32}, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"load_u8", []api.ValueType{i64}, []api.ValueType{i32}, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		s[0] = uint64(st.block(s[0], 1, "load_u8")[0])
 	}},
 	{"log_debug", []api.ValueType{i64}, nil, extLog(slog.LevelDebug)},
@@ -124,32 +124,32 @@ var extismFuncs = []extismFunc{
 	{"log_info", []api.ValueType{i64}, nil, extLog(slog.LevelInfo)},
 	{"log_trace", []api.ValueType{i64}, nil, extLog(slog.LevelDebug)},
 	{"log_warn", []api.ValueType{i64}, nil, extLog(slog.LevelWarn)},
-	{"memory_bytes", nil, []api.ValueType{i64}, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"memory_bytes", nil, []api.ValueType{i64}, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		s[0] = uint64(st.held)
 	}},
-	{"output_length", nil, []api.ValueType{i64}, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"output_length", nil, []api.ValueType{i64}, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		s[0] = st.output.n
 	}},
-	{"output_offset", nil, []api.ValueType{i64}, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"output_offset", nil, []api.ValueType{i64}, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		s[0] = st.output.addr
 	}},
-	{"output_set", []api.ValueType{i64, i64}, nil, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"output_set", []api.ValueType{i64, i64}, nil, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		if s[1] > uint64(p.output) {
 			st.failf("output_set: an output of %d bytes exceeds the plugin's limit of %d", s[1], p.output)
 		}
 		st.block(s[0], s[1], "output_set")
 		st.output = region{s[0], s[1]}
 	}},
-	{"reset", nil, nil, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"reset", nil, nil, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		st.reset(in)
 	}},
-	{"store_u64", []api.ValueType{i64, i64}, nil, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"store_u64", []api.ValueType{i64, i64}, nil, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		b := st.block(s[0], 8, "store_u64")
 		for i := range 8 {
 			b[i] = byte(s[1] >> (8 * i))
 		}
 	}},
-	{"store_u8", []api.ValueType{i64, i32}, nil, func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+	{"store_u8", []api.ValueType{i64, i32}, nil, func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		st.block(s[0], 1, "store_u8")[0] = byte(s[1])
 	}},
 	{"var_get", []api.ValueType{i64}, []api.ValueType{i64}, extVarGet},
@@ -179,7 +179,7 @@ func (p *Plugin) instantiateExtismModule(ctx context.Context, rt wazero.Runtime)
 					panic(fmt.Errorf("%s: %s is only available during a call, not while the module initialises", ExtismModule, f.name))
 				}
 				defer in.ext.recoverFault()
-				fn(p, ctx, in, in.ext, stack)
+				fn(ctx, p, in, in.ext, stack)
 			}), f.params, f.results).
 			Export(f.name)
 	}
@@ -341,7 +341,7 @@ func (st *extismState) str(addr uint64, op string) string {
 	return string(st.whole(addr, op))
 }
 
-func extLength(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+func extLength(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 	idx := s[0] >> addrShift
 	if s[0]&offsetMask != 0 || idx == 0 || idx >= uint64(len(st.blocks)) || !st.live[idx] {
 		s[0] = 0 // not a block: Extism's answer
@@ -350,7 +350,7 @@ func extLength(p *Plugin, ctx context.Context, in *instance, st *extismState, s 
 	s[0] = uint64(len(st.blocks[idx]))
 }
 
-func extConfigGet(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+func extConfigGet(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 	key := st.str(s[0], "config_get")
 	v, ok := p.caps.config[key]
 	if !ok {
@@ -361,7 +361,7 @@ func extConfigGet(p *Plugin, ctx context.Context, in *instance, st *extismState,
 	s[0] = st.store(in, []byte(v), "config_get")
 }
 
-func extVarGet(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+func extVarGet(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 	key := st.str(s[0], "var_get")
 	st.free(in, s[0])
 	v, ok := st.vars[key]
@@ -372,7 +372,7 @@ func extVarGet(p *Plugin, ctx context.Context, in *instance, st *extismState, s 
 	s[0] = st.store(in, v, "var_get")
 }
 
-func extVarSet(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+func extVarSet(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 	key := st.str(s[0], "var_set")
 	var val []byte
 	if s[1] != 0 {
@@ -406,8 +406,8 @@ func extVarSet(p *Plugin, ctx context.Context, in *instance, st *extismState, s 
 // extLog writes a message to the host log when the plugin is granted
 // "log", within its log quota; the block is freed either way. Messages
 // over the quota are dropped and counted (a PDK cannot handle a refusal).
-func extLog(level slog.Level) func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
-	return func(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+func extLog(level slog.Level) func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
+	return func(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 		msg := st.str(s[0], "log")
 		st.free(in, s[0])
 		if !p.caps.log {
@@ -447,7 +447,7 @@ type extismHTTPRequest struct {
 // origins, its redirects checked again, its private addresses refused,
 // its size limit, the call's deadline. A request the grants refuse ends
 // the call as a tool error saying so.
-func extHTTPRequest(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+func extHTTPRequest(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 	raw := st.whole(s[0], "http_request")
 	var req extismHTTPRequest
 	if err := json.Unmarshal(raw, &req); err != nil {
@@ -486,7 +486,7 @@ func extHTTPRequest(p *Plugin, ctx context.Context, in *instance, st *extismStat
 	s[0] = st.store(in, reply.Body, "http_request")
 }
 
-func extHTTPHeaders(p *Plugin, ctx context.Context, in *instance, st *extismState, s []uint64) {
+func extHTTPHeaders(ctx context.Context, p *Plugin, in *instance, st *extismState, s []uint64) {
 	if st.httpHeaders == nil {
 		s[0] = 0
 		return

@@ -1,5 +1,8 @@
 // Package wasm runs Toolshed plugins: WebAssembly modules (ABI version 1,
-// docs/ABI.md) under wazero, in a deny-by-default sandbox.
+// docs/ABI.md) under wazero, in a deny-by-default sandbox. Modules built
+// with an Extism PDK ("abi": "extism") run in the same sandbox: the host
+// provides their extism:host/env imports itself (extism.go), their
+// blocks and vars counted with their memory.
 //
 // A Host compiles a plugin lazily, the first time one of its tools is
 // needed, after checking the module's sha256 against its manifest; one
