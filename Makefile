@@ -98,9 +98,11 @@ bench-runtime:
 	$(GO) test -count=1 -run '^TestReloadMemoryFlat$$' -v ./host/wasm -args -cycles 1000
 
 # The hostile suite's table (docs/SECURITY.md): every attack class through
-# the built binary, with its time to fail and peak RSS.
+# the built binary, with its time to fail and peak RSS; then the Extism
+# ABI's twins.
 hostile:
 	$(GO) test -count=1 -run '^TestHostile$$' -v ./cmd/toolshed/ -args -hostile-report
+	$(GO) test -count=1 -run '^TestHostileExtism$$' -v ./cmd/toolshed/ -args -hostile-report
 
 # toolshed serve under load: 500 concurrent chat completions (docs/SERVING.md).
 bench-serve:
