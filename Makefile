@@ -152,6 +152,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzEval -fuzztime 30s ./plugins/calculate
 	$(GO) test -run '^$$' -fuzz FuzzReadInterface -fuzztime 30s ./host/wasm/internal/wasmcheck
 	$(GO) test -run '^$$' -fuzz FuzzSplit -fuzztime 30s ./host/wasm/internal/wasmcheck
+	$(GO) test -run '^$$' -fuzz FuzzCheckElicitSchema -fuzztime 30s ./host/wasm
 	$(GO) test -run '^$$' -fuzz FuzzResponsesRequest -fuzztime 30s ./host/openaiapi
 
 clean:

@@ -204,3 +204,35 @@ func TestGrantsFileClient(t *testing.T) {
 		t.Fatalf("a feature that does not exist: %v", err)
 	}
 }
+
+// FuzzCheckElicitSchema: no schema a plugin sends makes the check panic,
+// and one it accepts is an object of at most MaxElicitProperties flat
+// properties.
+func FuzzCheckElicitSchema(f *testing.F) {
+	for _, s := range []string{`{"type":"object"}`, `{"type":"object","properties":{"a":{"type":"string","enum":["x"]}}}`,
+		`{"type":"object","properties":{"m":{"type":"array","items":{"anyOf":[{"const":"a","title":"A"}]}}}}`,
+		`{"type":"object","properties":{"a":{"type":"object","properties":{}}}}`, `null`, `{"type":"object","properties":null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if wasm.CheckElicitSchema(json.RawMessage(data)) != nil {
+			return
+		}
+		var s struct {
+			Type       string                     `json:"type"`
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if err := json.Unmarshal(data, &s); err != nil || s.Type != "object" || len(s.Properties) > wasm.MaxElicitProperties {
+			t.Fatalf("accepted %s (%v)", data, err)
+		}
+		for name, p := range s.Properties {
+			var q struct {
+				Type       string          `json:"type"`
+				Properties json.RawMessage `json:"properties"`
+			}
+			if json.Unmarshal(p, &q) != nil || q.Type == "" || len(q.Properties) > 0 {
+				t.Fatalf("accepted property %q: %s", name, p)
+			}
+		}
+	})
+}
