@@ -283,3 +283,33 @@ func TestStoreBadRecord(t *testing.T) {
 		t.Fatalf("no log line for the failed adoption:\n%s", log.String())
 	}
 }
+
+// BenchmarkStoreRequest: one tools/list of a live session through the
+// HTTP handler, with and without a store (a real redis-server on
+// 127.0.0.1): what the store's round trip per request costs.
+//
+//	go test -run '^$' -bench BenchmarkStoreRequest ./host/mcpserver/
+func BenchmarkStoreRequest(b *testing.B) {
+	redis := redistest.Start(b)
+	st, err := sessionstore.Open(redis.URL, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	h := testHost(b, nil)
+	for _, bc := range []struct {
+		name  string
+		store sessionstore.Store
+	}{{"memory", nil}, {"store", st}} {
+		b.Run(bc.name, func(b *testing.B) {
+			_, url := serveMCP(b, h, &mcpserver.Options{Store: bc.store})
+			c := &raw{t: b, url: url}
+			c.initialize(true)
+			for i := 0; b.Loop(); i++ {
+				if resp, _ := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, i+10)); resp.StatusCode != 200 {
+					b.Fatal(resp.StatusCode)
+				}
+			}
+		})
+	}
+}

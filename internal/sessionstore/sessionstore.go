@@ -13,7 +13,9 @@
 // on the server.
 //
 // The store holds a tenant's key hash, never the key; the instances of a
-// session are never stored (each replica makes its own).
+// session are never stored (each replica makes its own). It also keeps
+// copies of artifacts (PutBlob, GetBlob: host/artifact's Shared), so that
+// an artifact link made by one replica is served by any.
 package sessionstore
 
 import (
