@@ -364,11 +364,11 @@ func waitFor(t *testing.T, limit time.Duration, ok func() bool, what string) {
 	}
 }
 
-// TestMCPSessionStaysOnItsReplica: an MCP session lives in the memory of
-// the replica that answered its initialize; the same session id sent to
-// another replica is answered 404 (the MCP spec then has the client
-// initialize again). This is why deploy/ keeps a client on one replica
-// (docs/DEPLOY.md).
+// TestMCPSessionStaysOnItsReplica: without server.sessions.store, an MCP
+// session lives in the memory of the replica that answered its
+// initialize; the same session id sent to another replica is answered 404
+// (the MCP spec then has the client initialize again). With a store, any
+// replica serves it (TestReplicasShareSessions; docs/DEPLOY.md).
 func TestMCPSessionStaysOnItsReplica(t *testing.T) {
 	a := startServe(t, &scripted.Model{}, nil)
 	b := startServe(t, &scripted.Model{}, nil)

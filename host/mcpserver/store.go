@@ -195,6 +195,9 @@ func (ms *session) save(ctx context.Context) {
 // session this replica holds (nil: none, or another tenant's). It returns
 // the session to serve the request, nil for 404.
 func (s *Server) shared(h http.Handler, r *http.Request, sid, tenant string, local *session) *session {
+	if local == nil && !plausibleID(sid) {
+		return nil // not an id any replica makes: no round trip to the store for it
+	}
 	s.fleet.mu.Lock()
 	adopting := s.fleet.adopting[sid]
 	s.fleet.mu.Unlock()
@@ -334,6 +337,20 @@ func (s *Server) adopt(h http.Handler, r *http.Request, sid string, rec *session
 		ms.close()
 	}()
 	return ms
+}
+
+// plausibleID: a session id as a replica could have made it (rand.Text:
+// 26 base32 letters; the bound leaves room) — short, visible ASCII.
+func plausibleID(sid string) bool {
+	if len(sid) > 128 {
+		return false
+	}
+	for _, c := range []byte(sid) {
+		if c <= ' ' || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) liveSession(sid string) *session {

@@ -122,6 +122,19 @@ func TestStoreAnyReplica(t *testing.T) {
 		t.Fatalf("tools/list on B and C differ:\nB %s\nC %s", onB, onC)
 	}
 
+	// Another key's DELETE, on any replica, ends nothing.
+	if resp, _ := keyed(t, "DELETE", c.url, "key-b", sid, ""); resp.StatusCode != 404 {
+		t.Fatalf("another key's DELETE on C: %d", resp.StatusCode)
+	}
+	if code, out := call(t, c.url, "key-a", sid, listTools); code != 200 || !strings.Contains(out, `"slugify"`) {
+		t.Fatalf("after another key's DELETE: %d %s", code, out)
+	}
+	// An id no replica could have made is refused without a look in the
+	// store.
+	if code, out := call(t, b.url, "key-a", strings.Repeat("A", 200), listTools); code != 404 {
+		t.Fatalf("a 200-character id: %d %s", code, out)
+	}
+
 	// DELETE on B ends it on C as well.
 	if resp, _ := keyed(t, "DELETE", b.url, "key-a", sid, ""); resp.StatusCode/100 != 2 {
 		t.Fatalf("DELETE on B: %d", resp.StatusCode)
