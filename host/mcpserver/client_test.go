@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -149,6 +150,15 @@ type report struct {
 // set) and decodes its report.
 func callKit(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any, token any) report {
 	t.Helper()
+	r, err := tryKit(cs, tool, args, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// tryKit is callKit for any goroutine: it returns what went wrong.
+func tryKit(cs *mcp.ClientSession, tool string, args map[string]any, token any) (report, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	p := &mcp.CallToolParams{Name: tool, Arguments: args}
@@ -157,14 +167,14 @@ func callKit(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]a
 	}
 	res, err := cs.CallTool(ctx, p)
 	if err != nil {
-		t.Fatalf("%s: %v", tool, err)
+		return report{}, fmt.Errorf("%s: %v", tool, err)
 	}
 	text := res.Content[0].(*mcp.TextContent).Text
 	var r report
 	if err := json.Unmarshal([]byte(text), &r); err != nil {
-		t.Fatalf("%s: not a report (is_error %v): %s", tool, res.IsError, text)
+		return report{}, fmt.Errorf("%s: not a report (is_error %v): %s", tool, res.IsError, text)
 	}
-	return r
+	return r, nil
 }
 
 func setLevel(t *testing.T, cs *mcp.ClientSession, level mcp.LoggingLevel) {
@@ -587,5 +597,56 @@ func TestConformanceFixtures(t *testing.T) {
 	legacy := props["legacyEnum"].(map[string]any)["enumNames"].([]any)
 	if len(props) != 5 || len(titled) != 3 || len(multi) != 3 || len(legacy) != 3 {
 		t.Errorf("SEP-1330 schema: %v", props)
+	}
+}
+
+// TestClientConcurrentCalls: calls of several sessions at once, each
+// flooding its client, each stopped at its own call's quota: every client
+// receives exactly its calls' share, nothing of another session's.
+func TestClientConcurrentCalls(t *testing.T) {
+	h := clientHost(t, allClient)
+	const sessions, calls = 4, 3
+	var wg sync.WaitGroup
+	got := make([]heard, sessions)
+	clients := make([]*mcp.ClientSession, sessions)
+	for i := range sessions {
+		clients[i] = connectHTTP(t, h, clientOpts(&got[i], nil, nil))
+		setLevel(t, clients[i], "debug")
+	}
+	errs := make(chan string, sessions*calls)
+	for i := range sessions {
+		for range calls {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := tryKit(clients[i], "clientLog", map[string]any{"level": "info", "message": fmt.Sprint("s", i), "times": 1000}, nil)
+				if err != nil || r.OK != wasm.MaxClientNotifications {
+					errs <- fmt.Sprintf("session %d: %+v %v", i, r, err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	for i := range sessions {
+		waitFor(t, "the messages", func() bool { n, _ := got[i].counts(); return n >= calls*wasm.MaxClientNotifications })
+	}
+	time.Sleep(50 * time.Millisecond)
+	for i := range sessions {
+		got[i].mu.Lock()
+		n := len(got[i].logs)
+		for _, l := range got[i].logs {
+			if l != fmt.Sprintf("info:s%d", i) {
+				t.Errorf("session %d got %q", i, l)
+				break
+			}
+		}
+		got[i].mu.Unlock()
+		if n != calls*wasm.MaxClientNotifications {
+			t.Errorf("session %d: %d messages, want %d", i, n, calls*wasm.MaxClientNotifications)
+		}
 	}
 }
