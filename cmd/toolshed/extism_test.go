@@ -176,7 +176,8 @@ func TestExtismImportServlet(t *testing.T) {
 		t.Fatalf("second import: exit %d %s", code, errs)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "my-servlet.json"))
-	for _, want := range []string{`"servlet": true`, `"abi": "extism"`, `"name": "shout"`, `"description": "Shout a message back in capitals."`, `"wasm": "My Servlet.wasm"`} {
+	for _, want := range []string{`"servlet": true`, `"abi": "extism"`, `"name": "shout"`, `"description": "Shout a message back in capitals."`,
+		`"wasm": "My Servlet.wasm"`, `"title": "Shout"`, `"readOnlyHint": true`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("manifest lacks %s:\n%s", want, b)
 		}

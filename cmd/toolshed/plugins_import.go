@@ -162,9 +162,12 @@ func servletTools(m manifest.Manifest, code []byte) ([]manifest.Tool, error) {
 	}
 	var list struct {
 		Tools []struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			InputSchema json.RawMessage `json:"inputSchema"`
+			Name         string                `json:"name"`
+			Title        string                `json:"title"`
+			Description  string                `json:"description"`
+			InputSchema  json.RawMessage       `json:"inputSchema"`
+			OutputSchema json.RawMessage       `json:"outputSchema"`
+			Annotations  *manifest.Annotations `json:"annotations"`
 		} `json:"tools"`
 	}
 	dec := json.NewDecoder(strings.NewReader(res.Content))
@@ -180,7 +183,12 @@ func servletTools(m manifest.Manifest, code []byte) ([]manifest.Tool, error) {
 		if len(bytes.TrimSpace(params)) == 0 || string(bytes.TrimSpace(params)) == "null" {
 			params = json.RawMessage(`{"type": "object", "properties": {}}`)
 		}
-		tools = append(tools, manifest.Tool{Name: t.Name, Description: t.Description, Parameters: params})
+		out := t.OutputSchema
+		if string(bytes.TrimSpace(out)) == "null" {
+			out = nil
+		}
+		tools = append(tools, manifest.Tool{Name: t.Name, Title: t.Title, Description: t.Description, Parameters: params,
+			OutputSchema: out, Annotations: t.Annotations})
 	}
 	// What the servlet says goes through the manifest's own checks.
 	check := m

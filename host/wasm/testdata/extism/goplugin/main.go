@@ -274,7 +274,7 @@ func exitcode() int32 { return 7 }
 //go:wasmexport describe
 func describe() int32 {
 	return output(`{"tools": [
-  {"name": "shout", "description": "Shout a message back in capitals.",
+  {"name": "shout", "title": "Shout", "description": "Shout a message back in capitals.", "annotations": {"readOnlyHint": true},
    "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}},
   {"name": "picture", "description": "Draw a tiny picture.", "inputSchema": {"type": "object"}},
   {"name": "grumpy", "description": "Refuse whatever is asked.", "inputSchema": {"type": "object"}}
