@@ -277,3 +277,29 @@ func TestExtismImportPlain(t *testing.T) {
 		t.Fatalf("import without --extism: exit %d %s", code, errs)
 	}
 }
+
+// TestExtismImportHostileDescribe: a servlet whose describe never
+// returns (stopped at the default 10 s deadline), returns garbage or
+// fails makes import fail saying so, and writes no manifest.
+func TestExtismImportHostileDescribe(t *testing.T) {
+	dir := t.TempDir()
+	for name, c := range map[string]struct{ body, want string }{
+		"loops":   {`(loop $l (br $l)) (i32.const 0)`, "describe: plugin"},
+		"garbage": {`(call $out (i64.const 0) (i64.const 0)) (i32.const 0)`, "describe"},
+		"fails":   {`(i32.const 3)`, "describe: describe returned 3"},
+	} {
+		mod := filepath.Join(dir, name+".wasm")
+		os.WriteFile(mod, wat(t, `(module
+  (import "extism:host/env" "output_set" (func $out (param i64 i64)))
+  (memory (export "memory") 1)
+  (func (export "call") (result i32) (i32.const 0))
+  (func (export "describe") (result i32) `+c.body+`))`), 0o644)
+		code, _, errs := runCLI("plugins", "import", "--extism", "--servlet", mod)
+		if code != 1 || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d %q; want %q", name, code, errs, c.want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, name+".json")); err == nil {
+			t.Errorf("%s: a manifest was written", name)
+		}
+	}
+}
