@@ -235,13 +235,20 @@ func (s *Server) shared(h http.Handler, r *http.Request, sid, tenant string, loc
 	case subtle.ConstantTimeCompare([]byte(rec.Tenant), []byte(tenant)) != 1:
 		return nil // another key's session: as if it did not exist
 	case local != nil:
-		if n := len(local.hs.Discovered()); len(rec.Discovered) > n {
+		if !subset(rec.Discovered, local.hs.Discovered()) {
 			// Tools it discovered on another replica since.
 			local.hs.Rediscover(rec.Discovered)
 			local.sync()
-			local.store.mu.Lock()
+		}
+		local.store.mu.Lock()
+		if local.store.rec == nil {
 			local.store.rec = rec
-			local.store.mu.Unlock()
+		}
+		local.store.mu.Unlock()
+		if !subset(local.hs.Discovered(), rec.Discovered) {
+			// Tools it discovered here that the store missed (a save
+			// during an outage): saved now, merged with the record's.
+			local.save(r.Context())
 		}
 		return local
 	}
@@ -337,6 +344,16 @@ func (s *Server) adopt(h http.Handler, r *http.Request, sid string, rec *session
 		ms.close()
 	}()
 	return ms
+}
+
+// subset reports whether every name of a is in b.
+func subset(a, b []string) bool {
+	for _, n := range a {
+		if !slices.Contains(b, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // plausibleID: a session id as a replica could have made it (rand.Text:

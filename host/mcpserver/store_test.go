@@ -210,8 +210,8 @@ func TestStoreOutage(t *testing.T) {
 	if _, code := open(t, a.url, "key-a"); code != http.StatusTooManyRequests {
 		t.Fatalf("key A's third session on one replica, store down: %d, want 429 (the replica's own count)", code)
 	}
-	if code, _ := call(t, a.url, "key-a", during, callSlug); code != 200 {
-		t.Fatalf("the session made during the outage: %d", code)
+	if code, out := call(t, a.url, "key-a", during, searchSlug); code != 200 || !strings.Contains(out, "slugify") {
+		t.Fatalf("tool_search in the session made during the outage: %d %s", code, out)
 	}
 	if !strings.Contains(log.String(), "session store unreachable") {
 		t.Fatalf("no log line for the outage:\n%s", log.String())
@@ -226,8 +226,8 @@ func TestStoreOutage(t *testing.T) {
 	if code, out := call(t, b.url, "key-a", sid, callSlug); code != 200 || !strings.Contains(out, "hello-world") {
 		t.Fatalf("its discovered tool on B after the store came back: %d %s", code, out)
 	}
-	if code, out := call(t, b.url, "key-a", during, listTools); code != 200 || strings.Contains(out, "slugify") {
-		t.Fatalf("the session made during the outage on B: %d %s", code, out)
+	if code, out := call(t, b.url, "key-a", during, callSlug); code != 200 || !strings.Contains(out, "hello-world") {
+		t.Fatalf("what the session made during the outage discovered, on B: %d %s", code, out)
 	}
 	// The fleet counts them again: key A holds 2.
 	if _, code := open(t, b.url, "key-a"); code != http.StatusTooManyRequests {
@@ -324,5 +324,32 @@ func BenchmarkStoreRequest(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestStoreMissedSave: a store that hangs (paused) while a replica's
+// session discovers a tool misses the save; the session keeps working
+// there, and once the store answers again the replica saves what it
+// missed at the session's next request, so another replica serves the
+// tool.
+func TestStoreMissedSave(t *testing.T) {
+	redis := redistest.Start(t)
+	rs := replicas(t, 2, mcpserver.Options{}, redis.URL, nil)
+	a, b := rs[0], rs[1]
+	sid, _ := open(t, a.url, "key-a")
+	if code, _ := call(t, b.url, "key-a", sid, listTools); code != 200 { // B holds it too
+		t.Fatalf("tools/list on B: %d", code)
+	}
+	redis.Pause()
+	if code, out := call(t, a.url, "key-a", sid, searchSlug); code != 200 || !strings.Contains(out, "slugify") {
+		redis.Resume()
+		t.Fatalf("tool_search on A, store hung: %d %s", code, out)
+	}
+	redis.Resume()
+	if code, out := call(t, a.url, "key-a", sid, callSlug); code != 200 || !strings.Contains(out, "hello-world") {
+		t.Fatalf("slugify on A after: %d %s", code, out)
+	}
+	if code, out := call(t, b.url, "key-a", sid, callSlug); code != 200 || !strings.Contains(out, "hello-world") {
+		t.Fatalf("slugify on B, discovered on A while the store hung: %d %s", code, out)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -273,11 +274,14 @@ if redis.call('ZADD', KEYS[3], 'XX', 'CH', now + ttl, ARGV[1]) == 1 then redis.c
 return rec
 `)
 
-// saveScript: KEYS record, all, tenant; ARGV sid, ttl_ms, record. Returns
-// 0 when the session was ended (left so), 1 saved.
+// saveScript: KEYS record, all, tenant; ARGV sid, ttl_ms, record, the
+// record as read before ("" for none). Returns -1 when the record is no
+// longer the one read (read again), 0 when the session was ended (left
+// so), 1 saved.
 var saveScript = redis.NewScript(luaNow + `
 local ttl = tonumber(ARGV[2])
 local cur = redis.call('GET', KEYS[1])
+if (cur or '') ~= ARGV[4] then return -1 end
 if cur then
   local ok, old = pcall(cjson.decode, cur)
   if ok and type(old) == 'table' and old.ended then return 0 end
@@ -301,14 +305,43 @@ func (r *Redis) Admit(ctx context.Context, sid, tenant string, lim Limits) (Admi
 }
 
 // Save implements Store.
+// The discovered tools saved are the union of the record's and rec's
+// (the record's order first): two replicas discovering for one session at
+// once both keep theirs. The record is read, merged and written back only
+// if unchanged meanwhile (else read again).
 func (r *Redis) Save(ctx context.Context, sid string, rec *Record, ttl time.Duration) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("session store: %w", err)
+	for range 8 {
+		cur, err := r.c.Get(ctx, r.recordKey(sid)).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return r.note(err)
+		}
+		merged := *rec
+		var old Record
+		if cur != "" && json.Unmarshal([]byte(cur), &old) == nil {
+			merged.Discovered = union(old.Discovered, rec.Discovered)
+		}
+		b, err := json.Marshal(&merged)
+		if err != nil {
+			return fmt.Errorf("session store: %w", err)
+		}
+		n, err := saveScript.Run(ctx, r.c, []string{r.recordKey(sid), r.allKey(), r.tenantKey(rec.Tenant)},
+			sid, max(ttl.Milliseconds(), 1), b, cur).Int()
+		if err != nil || n != -1 {
+			return r.note(err)
+		}
 	}
-	err = saveScript.Run(ctx, r.c, []string{r.recordKey(sid), r.allKey(), r.tenantKey(rec.Tenant)},
-		sid, max(ttl.Milliseconds(), 1), b).Err()
-	return r.note(err)
+	return r.note(errors.New("the session's record kept changing under the save"))
+}
+
+// union is a's names, then b's not in a.
+func union(a, b []string) []string {
+	out := append([]string(nil), a...)
+	for _, n := range b {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Touch implements Store.

@@ -161,6 +161,36 @@ func TestSaveHeals(t *testing.T) {
 	}
 }
 
+// TestSaveMerges: two replicas saving one session's discoveries at once
+// keep both's.
+func TestSaveMerges(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b := open(t, srv.URL, nil), open(t, srv.URL, nil)
+	ctx := context.Background()
+	base := Record{Tenant: "k", Initialize: []byte(`{}`), Discovered: []string{"x"}}
+	if err := a.Save(ctx, "s", &base, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i, st := range []*Redis{a, b, a, b} {
+		wg.Go(func() {
+			rec := base
+			rec.Discovered = []string{"x", fmt.Sprint("t", i)}
+			if err := st.Save(ctx, "s", &rec, time.Minute); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	got, err := a.Touch(ctx, "s", "k", time.Minute)
+	if err != nil || got == nil {
+		t.Fatal(got, err)
+	}
+	if len(got.Discovered) != 5 || got.Discovered[0] != "x" {
+		t.Fatalf("discovered %v, want x then t0..t3 in some order", got.Discovered)
+	}
+}
+
 // TestAdmitConcurrent: twenty admissions of one tenant at once, through
 // two clients, take exactly its share.
 func TestAdmitConcurrent(t *testing.T) {
