@@ -19,7 +19,7 @@ import (
 // came from: log to it, report progress, ask its model (sampling) and its
 // user (elicitation). The front end that serves MCP (host/mcpserver)
 // implements Client for each call and binds it to the call's context
-// with WithClient; a call without one (the chat completions API, the
+// with WithClient; a call without one (the chat completions or Responses API, the
 // command line) gets an error that says so from every client.* op.
 //
 // Everything a plugin sends through it is bounded here, whoever the
@@ -116,7 +116,7 @@ func clientOf(ctx context.Context) *boundClient {
 
 // errNoClient is the error of a client.* op in a call no MCP client made.
 func errNoClient(op string) error {
-	return fmt.Errorf("%s: this call did not come from an MCP client (it came through the chat completions API or the "+
+	return fmt.Errorf("%s: this call did not come from an MCP client (it came through the chat completions or Responses API, or the "+
 		"command line), so there is no client to reach; only a tool called over MCP can use it", op)
 }
 
