@@ -12,7 +12,8 @@ import (
 // its feature in the manifest ("client": ["log", "progress", "sample",
 // "elicit"]) and the operator's grant, and fails with an error that says
 // why when the call did not come from an MCP client (the chat
-// completions API, the command line) or the client lacks the feature.
+// completions or Responses API, the command line) or the client lacks the
+// feature.
 // Pass such an error to the model as a tool error, or carry on without.
 
 // ClientLog sends a log message to the MCP client (notifications/message).

@@ -19,8 +19,9 @@ import (
 // came from: log to it, report progress, ask its model (sampling) and its
 // user (elicitation). The front end that serves MCP (host/mcpserver)
 // implements Client for each call and binds it to the call's context
-// with WithClient; a call without one (the chat completions or Responses API, the
-// command line) gets an error that says so from every client.* op.
+// with WithClient; a call without one (the chat completions or Responses
+// API, the command line) gets an error that says so from every client.*
+// op.
 //
 // Everything a plugin sends through it is bounded here, whoever the
 // front end is: the size of each message, the notifications and the
