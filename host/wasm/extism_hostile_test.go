@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -100,6 +101,13 @@ func TestExtismVarsPerSession(t *testing.T) {
 	defer c.Close(context.Background())
 	if out, _, err := callText(t, c, snap, "counter", ""); err != nil || out != "1" {
 		t.Fatalf("a new session after a closed one sees its var: %q, %v", out, err)
+	}
+	// On Linux the instances were restored from the plugin's snapshot:
+	// vars are the host's, never in the image.
+	if runtime.GOOS == "linux" && os.Getenv("TOOLSHED_WASM_SNAPSHOTS") != "off" {
+		if st := h.Stats(); st.Snapshots != 1 || st.Restores == 0 {
+			t.Errorf("an Extism Go plugin was not snapshotted: %+v", st)
+		}
 	}
 }
 
