@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -44,13 +45,14 @@ func withClient(ctx context.Context, ss *mcp.ServerSession, params interface{ Ge
 }
 
 // clientName is how errors name the client: its name and version from
-// initialize.
+// initialize (what the client chose to say, quoted and cut short).
 func (c *callClient) clientName() string {
 	if p := c.ss.InitializeParams(); p != nil && p.ClientInfo != nil && p.ClientInfo.Name != "" {
-		if p.ClientInfo.Version != "" {
-			return fmt.Sprintf("the MCP client (%s %s)", p.ClientInfo.Name, p.ClientInfo.Version)
+		name := strings.TrimSpace(p.ClientInfo.Name + " " + p.ClientInfo.Version)
+		if r := []rune(name); len(r) > 64 {
+			name = string(r[:64]) + "…"
 		}
-		return fmt.Sprintf("the MCP client (%s)", p.ClientInfo.Name)
+		return fmt.Sprintf("the MCP client (%s)", strings.Join(strings.Fields(name), " "))
 	}
 	return "the MCP client"
 }

@@ -650,3 +650,23 @@ func TestClientConcurrentCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestClientNameCut: what a client says its name is reaches a plugin's
+// error message on one line and cut to 64 characters.
+func TestClientNameCut(t *testing.T) {
+	_, url := serveMCP(t, clientHost(t, allClient), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name := "evil\nclient " + strings.Repeat("名", 5000)
+	c, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := callKit(t, c, "clientSample", map[string]any{"prompt": "p"}, nil)
+	if !strings.Contains(r.Error, "the MCP client (evil client 名名") || !strings.Contains(r.Error, "名…) does not offer sampling") ||
+		strings.Contains(r.Error, "\n") || len(r.Error) > 400 {
+		t.Fatalf("%q", r.Error)
+	}
+}
