@@ -218,17 +218,19 @@ func TestStoreOutage(t *testing.T) {
 	}
 
 	redis.Restart() // empty
-	for _, s := range []string{sid, during} {
-		if code, _ := call(t, a.url, "key-a", s, listTools); code != 200 {
-			t.Fatalf("on A after the store came back: %d", code)
+	// The client goes on using A; once A tries the store again (its
+	// backoff is over), it saves both sessions, and B serves them.
+	converged(t, "both sessions and their tool on B after the store came back", func() string {
+		for _, s := range []string{sid, during} {
+			if code, out := call(t, a.url, "key-a", s, listTools); code != 200 {
+				t.Fatalf("on A after the store came back: %d %s", code, out)
+			}
+			if code, out := call(t, b.url, "key-a", s, callSlug); code != 200 || !strings.Contains(out, "hello-world") {
+				return fmt.Sprintf("session %.6s on B: %d %s", s, code, out)
+			}
 		}
-	}
-	if code, out := call(t, b.url, "key-a", sid, callSlug); code != 200 || !strings.Contains(out, "hello-world") {
-		t.Fatalf("its discovered tool on B after the store came back: %d %s", code, out)
-	}
-	if code, out := call(t, b.url, "key-a", during, callSlug); code != 200 || !strings.Contains(out, "hello-world") {
-		t.Fatalf("what the session made during the outage discovered, on B: %d %s", code, out)
-	}
+		return ""
+	})
 	// The fleet counts them again: key A holds 2.
 	if _, code := open(t, b.url, "key-a"); code != http.StatusTooManyRequests {
 		t.Fatalf("key A's third session after the store came back: %d, want 429", code)
@@ -346,10 +348,30 @@ func TestStoreMissedSave(t *testing.T) {
 		t.Fatalf("tool_search on A, store hung: %d %s", code, out)
 	}
 	redis.Resume()
-	if code, out := call(t, a.url, "key-a", sid, callSlug); code != 200 || !strings.Contains(out, "hello-world") {
-		t.Fatalf("slugify on A after: %d %s", code, out)
-	}
-	if code, out := call(t, b.url, "key-a", sid, callSlug); code != 200 || !strings.Contains(out, "hello-world") {
-		t.Fatalf("slugify on B, discovered on A while the store hung: %d %s", code, out)
+	converged(t, "slugify on B, discovered on A while the store hung", func() string {
+		if code, out := call(t, a.url, "key-a", sid, callSlug); code != 200 || !strings.Contains(out, "hello-world") {
+			t.Fatalf("slugify on A after: %d %s", code, out)
+		}
+		if code, out := call(t, b.url, "key-a", sid, callSlug); code != 200 || !strings.Contains(out, "hello-world") {
+			return fmt.Sprintf("%d %s", code, out)
+		}
+		return ""
+	})
+}
+
+// converged waits until check returns "" (trying every 100 ms; the store's
+// backoff is at most 5 s), failing with its last answer after a minute.
+func converged(t *testing.T, what string, check func() string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		last := check()
+		if last == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s", what, last)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -121,8 +121,10 @@ type Redis struct {
 	errs prometheus.Counter
 	up   prometheus.Gauge
 
-	mu   sync.Mutex
-	down bool // the last operation failed
+	mu      sync.Mutex
+	down    bool          // the last operation failed
+	retryAt time.Time     // while down: operations before it fail at once
+	backoff time.Duration // while down: the wait after the next failure
 }
 
 var (
@@ -204,7 +206,7 @@ func (discard) Printf(context.Context, string, ...any) {}
 // Collectors are the store's series, for a metrics registry.
 func (r *Redis) Collectors() []prometheus.Collector { return []prometheus.Collector{r.errs, r.up} }
 
-// Ping checks the store answers.
+// Ping checks the store answers (backing off or not).
 func (r *Redis) Ping(ctx context.Context) error { return r.note(r.c.Ping(ctx).Err()) }
 
 // Close closes the connections.
@@ -214,12 +216,42 @@ func (r *Redis) Close() error { return r.c.Close() }
 // sessions (artifacts).
 func (r *Redis) Client() *redis.Client { return r.c }
 
+// Backing off: after a failure, operations fail at once (no round trip)
+// for a while, 250 ms doubling to 5 s while failures go on, so that a
+// store that hangs costs a request its timeout once in a while, not every
+// request; the first operation after the wait tries the store again.
+const (
+	firstBackoff = 250 * time.Millisecond
+	maxBackoff   = 5 * time.Second
+)
+
+// errBackingOff is what an operation returns while the store is backed
+// off.
+var errBackingOff = errors.New("unreachable at the last try; not tried again yet")
+
+// gate fails an operation at once while the store is backed off.
+func (r *Redis) gate() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down && time.Now().Before(r.retryAt) {
+		return fmt.Errorf("session store: %w", errBackingOff)
+	}
+	return nil
+}
+
 // note records the outcome of one operation: the error counter, the up
-// gauge, and a log line when the store goes away or comes back.
+// gauge, the backoff, and a log line when the store goes away or comes
+// back.
 func (r *Redis) note(err error) error {
 	r.mu.Lock()
 	was := r.down
 	r.down = err != nil
+	if err != nil {
+		r.backoff = min(max(2*r.backoff, firstBackoff), maxBackoff)
+		r.retryAt = time.Now().Add(r.backoff)
+	} else {
+		r.backoff = 0
+	}
 	r.mu.Unlock()
 	if err != nil {
 		r.errs.Inc()
@@ -296,6 +328,9 @@ return 1
 
 // Admit implements Store.
 func (r *Redis) Admit(ctx context.Context, sid, tenant string, lim Limits) (Admission, error) {
+	if err := r.gate(); err != nil {
+		return Full, err
+	}
 	n, err := admitScript.Run(ctx, r.c, []string{r.allKey(), r.tenantKey(tenant)},
 		sid, lim.Max, max(lim.PerTenant, 0), max(lim.TTL.Milliseconds(), 1)).Int()
 	if err := r.note(err); err != nil {
@@ -310,6 +345,9 @@ func (r *Redis) Admit(ctx context.Context, sid, tenant string, lim Limits) (Admi
 // once both keep theirs. The record is read, merged and written back only
 // if unchanged meanwhile (else read again).
 func (r *Redis) Save(ctx context.Context, sid string, rec *Record, ttl time.Duration) error {
+	if err := r.gate(); err != nil {
+		return err
+	}
 	for range 8 {
 		cur, err := r.c.Get(ctx, r.recordKey(sid)).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
@@ -346,6 +384,9 @@ func union(a, b []string) []string {
 
 // Touch implements Store.
 func (r *Redis) Touch(ctx context.Context, sid, tenant string, ttl time.Duration) (*Record, error) {
+	if err := r.gate(); err != nil {
+		return nil, err
+	}
 	s, err := touchScript.Run(ctx, r.c, []string{r.recordKey(sid), r.allKey(), r.tenantKey(tenant)},
 		sid, max(ttl.Milliseconds(), 1)).Text()
 	if errors.Is(err, redis.Nil) {
@@ -363,6 +404,9 @@ func (r *Redis) Touch(ctx context.Context, sid, tenant string, ttl time.Duration
 
 // Release implements Store.
 func (r *Redis) Release(ctx context.Context, sid, tenant string, ttl time.Duration) error {
+	if err := r.gate(); err != nil {
+		return err
+	}
 	b, _ := json.Marshal(&Record{Tenant: tenant, Ended: true})
 	p := r.c.TxPipeline()
 	p.Set(ctx, r.recordKey(sid), b, max(ttl, time.Millisecond))
@@ -376,12 +420,18 @@ func (r *Redis) blobKey(id string) string { return r.prefix + "artifact:" + id }
 
 // PutBlob keeps an artifact's bytes for ttl (host/artifact's Shared).
 func (r *Redis) PutBlob(ctx context.Context, id string, data []byte, ttl time.Duration) error {
+	if err := r.gate(); err != nil {
+		return err
+	}
 	return r.note(r.c.Set(ctx, r.blobKey(id), data, max(ttl, time.Millisecond)).Err())
 }
 
 // GetBlob returns what PutBlob kept; artifact.ErrNotFound when nothing
 // is.
 func (r *Redis) GetBlob(ctx context.Context, id string) ([]byte, error) {
+	if err := r.gate(); err != nil {
+		return nil, err
+	}
 	b, err := r.c.Get(ctx, r.blobKey(id)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, errors.Join(r.note(nil), artifact.ErrNotFound)

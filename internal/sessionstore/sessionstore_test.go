@@ -3,6 +3,7 @@ package sessionstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -249,6 +250,35 @@ func TestOutage(t *testing.T) {
 	if strings.Count(out, "session store unreachable") != 1 || strings.Count(out, "reachable again") != 1 {
 		t.Fatalf("want one line going down and one coming back:\n%s", out)
 	}
+}
+
+// TestBackoff: a store that hangs fails the operation that waited on it,
+// then the next ones at once (no round trip) while backing off, and
+// answers again once it does.
+func TestBackoff(t *testing.T) {
+	srv := redistest.Start(t)
+	r, err := Open(srv.URL, &Options{Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	if _, err := r.Touch(ctx, "s", "", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	srv.Pause()
+	defer srv.Resume()
+	if _, err := r.Touch(ctx, "s", "", time.Minute); err == nil || errors.Is(err, errBackingOff) {
+		t.Fatalf("the first operation on a hung store: %v, want its timeout", err)
+	}
+	if _, err := r.Touch(ctx, "s", "", time.Minute); !errors.Is(err, errBackingOff) {
+		t.Fatalf("the next: %v, want an at-once failure while backing off", err)
+	}
+	srv.Resume()
+	until(t, "the store answering after it resumed", func() bool {
+		_, err := r.Touch(ctx, "s", "", time.Minute)
+		return err == nil
+	})
 }
 
 // TestPassword: a server with requirepass is reached with the URL's
