@@ -291,9 +291,7 @@ func (st *extismState) alloc(in *instance, n int64, op string) uint64 {
 	if n < 0 || n > limit {
 		st.failf("%s: %d bytes: out of memory: the plugin's memory is limited to %d MiB", op, uint64(n), limit>>20)
 	}
-	if err := in.acct.holdSide(n+blockOverhead, linearSize(in)); err != nil {
-		st.failf("%s: %d bytes: %w", op, n, err)
-	}
+	st.charge(in, n+blockOverhead, op)
 	st.held += n + blockOverhead
 	b := make([]byte, n)
 	var idx uint32
@@ -305,6 +303,20 @@ func (st *extismState) alloc(in *instance, n int64, op string) uint64 {
 		st.blocks, st.live = append(st.blocks, b), append(st.live, true)
 	}
 	return uint64(idx) << addrShift
+}
+
+// charge takes n more bytes for the instance's blocks or vars: within the
+// plugin's memory limit with its linear memory (checked here, whatever
+// the account), and charged to its account (the limit again, on Linux
+// with growth counted, and the memory budget). A refusal ends the call.
+func (st *extismState) charge(in *instance, n int64, op string) {
+	limit, linear := int64(in.plugin.pages)<<16, linearSize(in)
+	if side := st.held + st.varBytes + n; n > 0 && side+linear > limit {
+		st.failf("%s: %d bytes: %w", op, n, &CeilingError{Limit: limit, Linear: linear, Side: side})
+	}
+	if err := in.acct.holdSide(n, linear); err != nil {
+		st.failf("%s: %d bytes: %w", op, n, err)
+	}
 }
 
 // store makes a block holding data.
@@ -396,9 +408,7 @@ func extVarSet(ctx context.Context, p *Plugin, in *instance, st *extismState, s 
 	if st.varBytes+d > maxVarBytes {
 		st.failf("var_set: the plugin's vars would hold %d bytes; at most %d", st.varBytes+d, maxVarBytes)
 	}
-	if err := in.acct.holdSide(d, linearSize(in)); err != nil {
-		st.failf("var_set: %w", err)
-	}
+	st.charge(in, d, "var_set")
 	st.vars[key] = val
 	st.varBytes += d
 }
