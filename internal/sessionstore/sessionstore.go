@@ -12,7 +12,8 @@
 // the idle timeout; Admit, Touch and Release are each one script, atomic
 // on the server.
 //
-// The store holds a tenant's key hash, never the key; the instances of a
+// The store holds a tenant's key hash, never the key, and a session id's
+// hash, never the id (a bearer credential); the instances of a
 // session are never stored (each replica makes its own). It also keeps
 // copies of artifacts (PutBlob, GetBlob: host/artifact's Shared), so that
 // an artifact link made by one replica is served by any.
@@ -20,6 +21,8 @@ package sessionstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -268,7 +271,14 @@ func (r *Redis) note(err error) error {
 	return nil
 }
 
-func (r *Redis) recordKey(sid string) string    { return r.prefix + "session:" + sid }
+// A session id is a bearer credential; the store holds only its hash
+// (keys and slot members), so whoever reads the store gets no id to use.
+func hashID(sid string) string {
+	h := sha256.Sum256([]byte(sid))
+	return hex.EncodeToString(h[:16])
+}
+
+func (r *Redis) recordKey(sid string) string    { return r.prefix + "session:" + hashID(sid) }
 func (r *Redis) allKey() string                 { return r.prefix + "sessions" }
 func (r *Redis) tenantKey(tenant string) string { return r.prefix + "sessions:tenant:" + tenant }
 
@@ -278,7 +288,7 @@ const luaNow = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `
 
-// admitScript: KEYS all, tenant; ARGV sid, max, share, ttl_ms. Returns 0
+// admitScript: KEYS all, tenant; ARGV the id's hash, max, share, ttl_ms. Returns 0
 // admitted, 1 full, 2 at share.
 var admitScript = redis.NewScript(luaNow + `
 local ttl = tonumber(ARGV[4])
@@ -294,7 +304,7 @@ redis.call('PEXPIRE', KEYS[2], ttl)
 return 0
 `)
 
-// touchScript: KEYS record, all, tenant; ARGV sid, ttl_ms. Returns the
+// touchScript: KEYS record, all, tenant; ARGV the id's hash, ttl_ms. Returns the
 // record, or false when there is none.
 var touchScript = redis.NewScript(luaNow + `
 local ttl = tonumber(ARGV[2])
@@ -306,7 +316,7 @@ if redis.call('ZADD', KEYS[3], 'XX', 'CH', now + ttl, ARGV[1]) == 1 then redis.c
 return rec
 `)
 
-// saveScript: KEYS record, all, tenant; ARGV sid, ttl_ms, record, the
+// saveScript: KEYS record, all, tenant; ARGV the id's hash, ttl_ms, record, the
 // record as read before ("" for none). Returns -1 when the record is no
 // longer the one read (read again), 0 when the session was ended (left
 // so), 1 saved.
@@ -332,7 +342,7 @@ func (r *Redis) Admit(ctx context.Context, sid, tenant string, lim Limits) (Admi
 		return Full, err
 	}
 	n, err := admitScript.Run(ctx, r.c, []string{r.allKey(), r.tenantKey(tenant)},
-		sid, lim.Max, max(lim.PerTenant, 0), max(lim.TTL.Milliseconds(), 1)).Int()
+		hashID(sid), lim.Max, max(lim.PerTenant, 0), max(lim.TTL.Milliseconds(), 1)).Int()
 	if err := r.note(err); err != nil {
 		return Full, err
 	}
@@ -363,7 +373,7 @@ func (r *Redis) Save(ctx context.Context, sid string, rec *Record, ttl time.Dura
 			return fmt.Errorf("session store: %w", err)
 		}
 		n, err := saveScript.Run(ctx, r.c, []string{r.recordKey(sid), r.allKey(), r.tenantKey(rec.Tenant)},
-			sid, max(ttl.Milliseconds(), 1), b, cur).Int()
+			hashID(sid), max(ttl.Milliseconds(), 1), b, cur).Int()
 		if err != nil || n != -1 {
 			return r.note(err)
 		}
@@ -388,7 +398,7 @@ func (r *Redis) Touch(ctx context.Context, sid, tenant string, ttl time.Duration
 		return nil, err
 	}
 	s, err := touchScript.Run(ctx, r.c, []string{r.recordKey(sid), r.allKey(), r.tenantKey(tenant)},
-		sid, max(ttl.Milliseconds(), 1)).Text()
+		hashID(sid), max(ttl.Milliseconds(), 1)).Text()
 	if errors.Is(err, redis.Nil) {
 		return nil, r.note(nil)
 	}
@@ -410,8 +420,8 @@ func (r *Redis) Release(ctx context.Context, sid, tenant string, ttl time.Durati
 	b, _ := json.Marshal(&Record{Tenant: tenant, Ended: true})
 	p := r.c.TxPipeline()
 	p.Set(ctx, r.recordKey(sid), b, max(ttl, time.Millisecond))
-	p.ZRem(ctx, r.allKey(), sid)
-	p.ZRem(ctx, r.tenantKey(tenant), sid)
+	p.ZRem(ctx, r.allKey(), hashID(sid))
+	p.ZRem(ctx, r.tenantKey(tenant), hashID(sid))
 	_, err := p.Exec(ctx)
 	return r.note(err)
 }

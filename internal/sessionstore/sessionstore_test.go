@@ -83,6 +83,34 @@ func TestRecord(t *testing.T) {
 	}
 }
 
+// TestCorruptRecord: a record that is not JSON is an error (the caller
+// treats it as the store's failure), not a panic or an empty session; the
+// store keeps no session id in the clear.
+func TestCorruptRecord(t *testing.T) {
+	srv := redistest.Start(t)
+	r := open(t, srv.URL, nil)
+	ctx := context.Background()
+	if err := r.Save(ctx, "SECRETSESSIONID", &Record{Tenant: "k", Initialize: []byte(`{}`)}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Admit(ctx, "SECRETSESSIONID", "k", Limits{Max: 9, TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := r.Client().Keys(ctx, "*").Result()
+	for _, k := range keys {
+		members, _ := r.Client().ZRange(ctx, k, 0, -1).Result()
+		if strings.Contains(k, "SECRETSESSIONID") || strings.Contains(fmt.Sprint(members), "SECRETSESSIONID") {
+			t.Fatalf("the store holds the session id in the clear: %s %v", k, members)
+		}
+	}
+	if err := r.Client().Set(ctx, r.recordKey("bad"), "{{{", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := r.Touch(ctx, "bad", "", time.Minute); err == nil || rec != nil {
+		t.Fatalf("a corrupt record: %v %v", rec, err)
+	}
+}
+
 // TestRecordExpires: a record no request touches is gone after its TTL.
 func TestRecordExpires(t *testing.T) {
 	srv := redistest.Start(t)
