@@ -248,13 +248,20 @@ func TestReplicasStoreOutage(t *testing.T) {
 		}
 		return err
 	}
-	slug := func(url, key, sid string) error {
-		code, _, body, err := mcpTry(url, key, sid, slugCall)
+	// checkID: the convergence check's calls run beside the loop's in the
+	// same sessions, so under another JSON-RPC id (one id may not be in
+	// flight twice in a session).
+	var checkID atomic.Int64
+	checkID.Store(1000)
+	slugAs := func(id int64, url, key, sid string) error {
+		body := strings.Replace(slugCall, `"id":7`, fmt.Sprintf(`"id":%d`, id), 1)
+		code, _, body, err := mcpTry(url, key, sid, body)
 		if err == nil && (code != 200 || !strings.Contains(body, "hello-world") || strings.Contains(body, `"isError":true`)) {
 			err = fmt.Errorf("slugify: %d %.200s", code, body)
 		}
 		return err
 	}
+	slug := func(url, key, sid string) error { return slugAs(7, url, key, sid) }
 	type session struct{ key, sid string }
 	var before []session
 	for i := range 4 {
@@ -397,7 +404,7 @@ func TestReplicasStoreOutage(t *testing.T) {
 		converging = false
 		for _, s := range all {
 			for _, r := range reps {
-				if err := slug(r.url, s.key, s.sid); err != nil {
+				if err := slugAs(checkID.Add(1), r.url, s.key, s.sid); err != nil {
 					last, converging = fmt.Errorf("session %.8s on %s: %w", s.sid, r.url, err), true
 				}
 			}
