@@ -154,6 +154,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzSplit -fuzztime 30s ./host/wasm/internal/wasmcheck
 	$(GO) test -run '^$$' -fuzz FuzzCheckElicitSchema -fuzztime 30s ./host/wasm
 	$(GO) test -run '^$$' -fuzz FuzzExtismBlocks -fuzztime 30s ./host/wasm
+	$(GO) test -run '^$$' -fuzz FuzzServletResult -fuzztime 30s ./host/wasm
 	$(GO) test -run '^$$' -fuzz FuzzResponsesRequest -fuzztime 30s ./host/openaiapi
 
 clean:

@@ -2,7 +2,9 @@ package wasm
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzExtismBlocks drives the Extism ABI's host-side blocks with any
@@ -89,6 +91,32 @@ func FuzzExtismBlocks(f *testing.F) {
 			if sum != st.held || st.held > pages<<16 {
 				t.Fatalf("held %d, live blocks %d, limit %d", st.held, sum, pages<<16)
 			}
+		}
+	})
+}
+
+// FuzzServletResult: whatever a servlet outputs, the host maps it onto a
+// tool result without a panic, its text valid UTF-8 and its structured
+// result an object, or fails the call with an error.
+func FuzzServletResult(f *testing.F) {
+	f.Add([]byte(`{"content": [{"type": "text", "text": "hi"}], "isError": false}`))
+	f.Add([]byte(`{"content": [{"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}, {"type": "resource", "resource": {"uri": "x", "blob": "AA=="}}], "structuredContent": {"a": 1}}`))
+	f.Add([]byte(`{"content": [{"type": "resource"}, {"type": "audio", "data": "%%%"}, {"type": "video"}], "isError": true}`))
+	f.Add([]byte("{\"content\": [{\"type\": \"text\", \"text\": \"\xff\"}]}"))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		in := &instance{plugin: &Plugin{name: "fuzz"}, quota: &quota{}}
+		res, err := in.servletResult(t.Context(), out)
+		if err != nil {
+			return
+		}
+		if !utf8.ValidString(res.Content) {
+			t.Fatalf("content not UTF-8: %q", res.Content)
+		}
+		if res.Structured != nil && (len(res.Structured) == 0 || res.Structured[0] != '{' || !json.Valid(res.Structured)) {
+			t.Fatalf("structured %q", res.Structured)
+		}
+		if len(in.saved) != 0 {
+			t.Fatal("artifacts stored without the grant")
 		}
 	})
 }
