@@ -15,13 +15,9 @@ import (
 // tools.
 type query = evalrun.Query
 
-// dataset is a catalog and its labelled queries.
-type dataset struct {
-	Name    string
-	Tools   []manifest.Tool
-	Queries []query
-	Chinese bool // the catalog or the queries are Chinese: bleve gets its CJK analyzer
-}
+// dataset is a catalog and its labelled queries; Chinese ones get bleve's
+// CJK analyzer.
+type dataset = evalrun.NamedSet
 
 // readDataset reads tools.jsonl and queries.jsonl from dir, in the format
 // of `toolshed eval` (docs/SEARCH.md), with its readers.

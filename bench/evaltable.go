@@ -64,7 +64,7 @@ func loadEvalSets(o evalOptions, log func(string)) ([]evalSet, error) {
 			if err != nil {
 				return nil, err
 			}
-			d.Chinese = mostlyChinese(d.Queries)
+			d.Chinese = evalrun.MostlyChinese(d.Queries)
 			seen[e.Name()] = true
 			sets = append(sets, evalSet{d, dir})
 		}
@@ -80,46 +80,13 @@ func loadEvalSets(o evalOptions, log func(string)) ([]evalSet, error) {
 	return sets, nil
 }
 
-// padPool is what a set's catalog is padded with: the tools of the other
-// English sets, but for a set that asks the same requests (sgd and its
-// renamed variant sgd-x5: padding one with the other would add correct
-// tools nobody labelled), found by the requests the two share.
+// padPool is what a set's catalog is padded with (evalrun.PadPool).
 func padPool(s evalSet, sets []evalSet) []manifest.Tool {
-	own := make(map[string]bool, len(s.Queries))
-	for _, q := range s.Queries {
-		own[q.Query] = true
+	others := make([]evalrun.NamedSet, len(sets))
+	for i, o := range sets {
+		others[i] = *o.dataset
 	}
-	var pool []manifest.Tool
-	for _, o := range sets {
-		if o.Chinese || o.Name == s.Name {
-			continue
-		}
-		shared := 0
-		for _, q := range o.Queries {
-			if own[q.Query] {
-				shared++
-			}
-		}
-		if 10*shared > min(len(o.Queries), len(s.Queries)) {
-			continue // a variant of the same set
-		}
-		pool = append(pool, o.Tools...)
-	}
-	return pool
-}
-
-// mostlyChinese: more than half of the requests hold Chinese characters.
-func mostlyChinese(qs []query) bool {
-	n := 0
-	for _, q := range qs {
-		for _, r := range q.Query {
-			if r >= 0x4e00 && r <= 0x9fff {
-				n++
-				break
-			}
-		}
-	}
-	return 2*n > len(qs)
+	return evalrun.PadPool(s.Name, s.Queries, others)
 }
 
 // evalRow is one set at one catalog size.

@@ -16,8 +16,9 @@ package search
 // diversify re-orders top (best first by raw score; the exact-name match,
 // if any, first) and keeps at most k. qs are the query's terms; mask the
 // per-document bit set of the terms matched (the first maskTerms);
-// score the raw scores.
-func (ix *Index) diversify(top []int32, qs []queryTerm, score []float32, mask []uint32, k int, exactFirst bool, sc *scratch) []int32 {
+// score the scores; scale, when not nil, what the re-rank multiplied each
+// candidate's score by (its term contributions are scaled alike).
+func (ix *Index) diversify(top []int32, scale []float32, qs []queryTerm, score []float32, mask []uint32, k int, exactFirst bool, sc *scratch) []int32 {
 	if len(top) <= 1 || k <= 1 {
 		return top[:min(k, len(top))]
 	}
@@ -39,11 +40,14 @@ func (ix *Index) diversify(top []int32, qs []queryTerm, score []float32, mask []
 	// Each candidate's contribution per matched query term (the rest of
 	// its score is never discounted).
 	contrib := sc.contrib[:0]
-	for _, d := range top {
+	for i, d := range top {
 		for _, qi := range act[:n] {
 			var c float32
 			if mask[d]&(1<<uint(qi)) != 0 {
 				c = qs[qi].weight * ix.postingWeight(qs[qi].id, d)
+				if scale != nil {
+					c *= scale[i]
+				}
 			}
 			contrib = append(contrib, c)
 		}

@@ -114,6 +114,10 @@ type Weights struct {
 	// Coord multiplies a tool's score by the share of the query's own
 	// terms it matched, to this power (0: off).
 	Coord float64
+	// Rerank weighs the re-rank features (rerank.go, FeatureNames) of the
+	// best RerankDepth tools; all zero turns the re-rank off.
+	Rerank      [NumFeatures]float64
+	RerankDepth int
 }
 
 // DefaultWeights are the weights tuned on the evaluation sets (docs/SEARCH.md).
@@ -128,6 +132,10 @@ var DefaultWeights = Weights{
 	Novel:     0.25,
 	Siblings:  3,
 	Pool:      4,
+	// The learned re-rank is off: its fitted weights (docs/SEARCH.md,
+	// "Ranking") gain 4.1 points on average on the test halves but lose
+	// more than half a point on 8 of 67 cells, which the rule forbids.
+	RerankDepth: 100,
 }
 
 // Index is an immutable search index. It is safe for concurrent use.
@@ -153,7 +161,16 @@ type Index struct {
 	// coordOn: Weights.Coord is set (applyCoord).
 	coordOn bool
 	coordP  float64
-	scratch sync.Pool
+	// The re-rank (rerank.go): each tool's name terms (nameTerms[nameStart[d]:nameStart[d+1]]),
+	// its length in terms and the mean length; the weights.
+	nameStart   []int32
+	nameTerms   []int32
+	docLen      []float32
+	avgLen      float64
+	rerankW     [NumFeatures]float32
+	rerankOn    bool
+	rerankDepth int
+	scratch     sync.Pool
 }
 
 type docInfo struct {
@@ -235,6 +252,7 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 			ix.nonASCIINames = true
 		}
 		ix.docs[i] = docInfo{name: d.Name, plugin: d.Plugin}
+		ix.nameStart = append(ix.nameStart, int32(len(ix.nameTerms)))
 		local := map[int32]int{}
 		add := func(f int, s string) {
 			ix.an.Each(s, func(t string) {
@@ -264,6 +282,13 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 			})
 		}
 		add(fName, d.Name)
+		// The name's words for the re-rank, without the joined identifier
+		// the analyzer adds (no request says "getweatherforecast").
+		ix.an.Each(nameWords(d.Name), func(t string) {
+			if id, ok := ix.terms[t]; ok {
+				ix.nameTerms = append(ix.nameTerms, id)
+			}
+		})
 		for _, k := range d.Keywords {
 			add(fKeywords, k)
 		}
@@ -275,6 +300,19 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 			add(fParamName, p.Name)
 			add(fParamDesc, p.Description)
 		}
+	}
+	ix.nameStart = append(ix.nameStart, int32(len(ix.nameTerms)))
+	ix.docLen = make([]float32, len(docs))
+	for f := range fieldLen {
+		for i, l := range fieldLen[f] {
+			ix.docLen[i] += l
+		}
+	}
+	for _, l := range ix.docLen {
+		ix.avgLen += float64(l)
+	}
+	if len(docs) > 0 {
+		ix.avgLen /= float64(len(docs))
 	}
 	var avg [numFields]float64
 	for f := range avg {
@@ -357,6 +395,11 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 	if w.Coord > 0 {
 		ix.coordOn, ix.coordP = true, w.Coord
 	}
+	for k, v := range w.Rerank {
+		ix.rerankW[k] = float32(v)
+		ix.rerankOn = ix.rerankOn || v != 0
+	}
+	ix.rerankDepth = max(w.RerankDepth, 1)
 	ix.build = time.Since(start)
 	return ix, nil
 }
@@ -383,6 +426,11 @@ type scratch struct {
 	terms []queryTerm
 	own   []string
 	label []string // a query term's label, once a hit needs it
+	// feat, idf, cands and mult are rerank's.
+	feat  [][NumFeatures]float32
+	idf   []float32
+	cands []rerankCand
+	mult  []float32
 	// contrib and used are diversify's.
 	contrib    []float32
 	key, novel []float32
@@ -429,34 +477,23 @@ func (ix *Index) search(query string, limit int, rerank bool) (Result, error) {
 
 	sc := ix.scratch.Get().(*scratch)
 	defer ix.scratch.Put(sc)
-	qs := ix.queryTerms(q, sc)
-	// Accumulate: a branch-free loop over each term's postings. The mask
-	// records which query terms a document matched (Hit.Matched).
+	qs, exact, hasExact := ix.accumulate(q, sc)
 	score, mask := sc.score, sc.mask
-	for qi, t := range qs {
-		w, bit := t.weight, uint32(1)<<uint(qi&31)
-		if qi >= maskTerms {
-			bit = 0
-		}
-		docs, ws := ix.pDoc[ix.start[t.id]:ix.start[t.id+1]], ix.pW[ix.start[t.id]:ix.start[t.id+1]]
-		for j, d := range docs {
-			score[d] += w * ws[j]
-			mask[d] |= bit
-		}
-	}
-	if ix.coordOn {
-		ix.applyCoord(qs, score, mask)
-	}
-	var exact int32
-	hasExact := false
-	if len(q) <= maxNameQuery && (ix.nonASCIINames || text.IsASCII(q)) {
-		exact, hasExact = ix.exact[foldName(q)]
-	}
 	var top []int32
-	if rerank && ix.overlap > 0 && len(qs) > 1 && limit > 1 {
-		top = ix.diversify(ix.topK(score, max(limit*ix.pool, limit+16), exact, hasExact), qs, score, mask, limit, hasExact, sc)
+	diverse := rerank && ix.overlap > 0 && len(qs) > 1 && limit > 1
+	depth := limit
+	if diverse {
+		depth = max(limit*ix.pool, limit+16)
+	}
+	var mult []float32
+	if rerank && ix.rerankOn && len(qs) > 0 {
+		top = ix.rerank(ix.topK(score, max(depth, ix.rerankDepth), exact, hasExact), qs, score, mask, hasExact, sc)
+		top, mult = top[:min(depth, len(top))], sc.mult[:min(depth, len(top))]
 	} else {
-		top = ix.topK(score, limit, exact, hasExact)
+		top = ix.topK(score, depth, exact, hasExact)
+	}
+	if diverse {
+		top = ix.diversify(top, mult, qs, score, mask, limit, hasExact, sc)
 	}
 	hits := make([]Hit, len(top))
 	for i, d := range top {
@@ -474,12 +511,45 @@ func (ix *Index) search(query string, limit int, rerank bool) (Result, error) {
 		}
 		hits[i] = h
 	}
-	clear(score)
-	clear(mask)
+	sc.release()
+	return Result{Hits: hits}, nil
+}
+
+// accumulate scores every tool for the query q into sc.score and
+// sc.mask and returns the query's terms and the exact-name match, if any.
+// The caller clears sc (release).
+func (ix *Index) accumulate(q string, sc *scratch) (qs []queryTerm, exact int32, hasExact bool) {
+	qs = ix.queryTerms(q, sc)
+	// Accumulate: a branch-free loop over each term's postings. The mask
+	// records which query terms a document matched (Hit.Matched).
+	score, mask := sc.score, sc.mask
+	for qi, t := range qs {
+		w, bit := t.weight, uint32(1)<<uint(qi&31)
+		if qi >= maskTerms {
+			bit = 0
+		}
+		docs, ws := ix.pDoc[ix.start[t.id]:ix.start[t.id+1]], ix.pW[ix.start[t.id]:ix.start[t.id+1]]
+		for j, d := range docs {
+			score[d] += w * ws[j]
+			mask[d] |= bit
+		}
+	}
+	if ix.coordOn {
+		ix.applyCoord(qs, score, mask)
+	}
+	if len(q) <= maxNameQuery && (ix.nonASCIINames || text.IsASCII(q)) {
+		exact, hasExact = ix.exact[foldName(q)]
+	}
+	return qs, exact, hasExact
+}
+
+// release clears a query's state from sc.
+func (sc *scratch) release() {
+	clear(sc.score)
+	clear(sc.mask)
 	clear(sc.label)
 	clear(sc.terms) // drop the strings
 	clear(sc.own)
-	return Result{Hits: hits}, nil
 }
 
 func round4(f float64) float64 { return math.Round(f*1e4) / 1e4 }

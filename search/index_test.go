@@ -2,7 +2,9 @@ package search
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -248,5 +250,46 @@ func TestEnglishCatalogNeverLoadsDictionary(t *testing.T) {
 	}
 	if seg.s.LoadTime() != 0 {
 		t.Fatal("the Chinese dictionary was loaded for an English catalog")
+	}
+}
+
+// topK against a full sort, with many ties, zero scores, the exact-name
+// match anywhere (or scoring nothing) and k beyond the documents scored.
+func TestTopKMatchesSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	for trial := 0; trial < 500; trial++ {
+		n := 1 + r.IntN(60)
+		ix := &Index{docs: make([]docInfo, n)}
+		score := make([]float32, n)
+		for d := range score {
+			ix.docs[d].name = fmt.Sprintf("t%03d", r.IntN(1000)*1000+d)
+			if r.IntN(4) > 0 {
+				score[d] = float32(r.IntN(5)) // ties and zeros
+			}
+		}
+		k := 1 + r.IntN(n+5)
+		exact, hasExact := int32(r.IntN(n)), r.IntN(3) == 0
+		var want []int32
+		if hasExact {
+			want = append(want, exact)
+		}
+		var all []int32
+		for d := range score {
+			if score[d] > 0 && !(hasExact && int32(d) == exact) {
+				all = append(all, int32(d))
+			}
+		}
+		sort.Slice(all, func(i, j int) bool {
+			a, b := all[i], all[j]
+			if score[a] != score[b] {
+				return score[a] > score[b]
+			}
+			return ix.docs[a].name < ix.docs[b].name
+		})
+		want = append(want, all...)
+		want = want[:min(k, len(want))]
+		if got := ix.topK(score, k, exact, hasExact); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("trial %d, k=%d, exact %v/%d: got %v, want %v (scores %v)", trial, k, hasExact, exact, got, want, score)
+		}
 	}
 }

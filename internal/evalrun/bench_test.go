@@ -99,3 +99,42 @@ func BenchmarkMetaQueryToolshed(b *testing.B) {
 	}
 	benchQueries(b, func() (Searcher, error) { return BuildToolshed(tools, nil) }, qs)
 }
+
+// BenchmarkRanking: one query of the ToolEyes set over a catalog padded to
+// 10,000 tools with the other converted sets' tools, for each stage of the
+// ranking: BM25F alone, with the diversified top, with the learned re-rank.
+func BenchmarkRanking(b *testing.B) {
+	root := filepath.Join("..", "..", "bench", "testdata", "eval")
+	var sets []NamedSet
+	for _, name := range []string{"tooleyes", "acebench-en", "api-bank", "callnavi", "nestools", "toolalpaca"} {
+		tools, err := ReadTools(filepath.Join(root, name, "tools.jsonl"))
+		if err != nil {
+			b.Skipf("%s: %v", name, err)
+		}
+		qs, err := ReadQueries(filepath.Join(root, name, "queries.jsonl"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		sets = append(sets, NamedSet{Name: name, Tools: tools, Queries: qs})
+	}
+	cat := Pad(sets[0].Tools, PadPool(sets[0].Name, sets[0].Queries, sets), 10_000, Recombined)
+	plain := search.DefaultWeights
+	plain.Overlap, plain.Rerank = 0, [search.NumFeatures]float64{}
+	diverse := plain
+	diverse.Overlap = 0.3
+	rerank := search.DefaultWeights
+	rerank.Overlap = 0
+	if rerank.Rerank == ([search.NumFeatures]float64{}) {
+		rerank.Rerank = [search.NumFeatures]float64{0.5, 0.5, -0.625, -0.0625, 0.5625, 0.3125}
+		rerank.RerankDepth = 100
+	}
+	for _, c := range []struct {
+		name string
+		w    search.Weights
+	}{{"bm25f", plain}, {"diversified", diverse}, {"reranked", rerank}} {
+		b.Run(c.name, func(b *testing.B) {
+			w := c.w
+			benchQueries(b, func() (Searcher, error) { return BuildToolshed(cat, &search.Config{Weights: &w}) }, sets[0].Queries)
+		})
+	}
+}

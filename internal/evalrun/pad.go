@@ -109,3 +109,54 @@ func firstSentence(s string) string {
 	}
 	return s
 }
+
+// PadPool is what a set's catalog is padded with: the tools of the other
+// English sets (others, named by names; chinese marks the Chinese ones),
+// but for a set that asks the same requests (SGD and its renamed variant
+// SGD-X: padding one with the other would add correct tools nobody
+// labelled), found by the requests the two share.
+func PadPool(name string, queries []Query, others []NamedSet) []manifest.Tool {
+	own := make(map[string]bool, len(queries))
+	for _, q := range queries {
+		own[q.Query] = true
+	}
+	var pool []manifest.Tool
+	for _, o := range others {
+		if o.Chinese || o.Name == name {
+			continue
+		}
+		shared := 0
+		for _, q := range o.Queries {
+			if own[q.Query] {
+				shared++
+			}
+		}
+		if 10*shared > min(len(o.Queries), len(queries)) {
+			continue // a variant of the same set
+		}
+		pool = append(pool, o.Tools...)
+	}
+	return pool
+}
+
+// NamedSet is one labelled set.
+type NamedSet struct {
+	Name    string
+	Tools   []manifest.Tool
+	Queries []Query
+	Chinese bool // the catalog or the requests are Chinese
+}
+
+// MostlyChinese: more than half of the requests hold Chinese characters.
+func MostlyChinese(qs []Query) bool {
+	n := 0
+	for _, q := range qs {
+		for _, r := range q.Query {
+			if r >= 0x4e00 && r <= 0x9fff {
+				n++
+				break
+			}
+		}
+	}
+	return 2*n > len(qs)
+}
