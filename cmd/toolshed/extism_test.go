@@ -200,7 +200,8 @@ func TestExtismImportServlet(t *testing.T) {
 	b, _ = os.ReadFile(filepath.Join(dir, "my-servlet.json"))
 	b = []byte(strings.Replace(string(b), `"capabilities": {}`, `"capabilities": {"artifacts": true}`, 1))
 	os.WriteFile(filepath.Join(dir, "my-servlet.json"), b, 0o644)
-	os.WriteFile(grants, []byte(`{"plugins": {"my-servlet": {"artifacts": "pictures"}}}`), 0o644)
+	pictures, _ := json.Marshal(filepath.Join(t.TempDir(), "pictures")) // never the package folder
+	os.WriteFile(grants, []byte(`{"plugins": {"my-servlet": {"artifacts": `+string(pictures)+`}}}`), 0o644)
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	code, out, errs = runCLI("call", "--plugins", dir, cache, "--grants", grants, "picture", `{}`)
 	if code != 0 || !strings.Contains(out, "stored as artifact") {
