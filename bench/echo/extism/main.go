@@ -1,3 +1,5 @@
+//go:build wasip1
+
 // Command extism is the echo tool as an Extism plugin: a WebAssembly
 // reactor whose export "echo" speaks Extism's extism:host/env imports
 // directly (as a PDK does underneath), for the call-cost benchmark's
