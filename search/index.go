@@ -115,7 +115,8 @@ type Weights struct {
 	// terms it matched, to this power (0: off).
 	Coord float64
 	// Rerank weighs the re-rank features (rerank.go, FeatureNames) of the
-	// best RerankDepth tools; all zero turns the re-rank off.
+	// best RerankDepth tools (0: 100); all zero turns the re-rank off.
+	// The features' data is built only when a weight or the depth is set.
 	Rerank      [NumFeatures]float64
 	RerankDepth int
 }
@@ -135,8 +136,11 @@ var DefaultWeights = Weights{
 	// The learned re-rank is off: its fitted weights (docs/SEARCH.md,
 	// "Ranking") gain 4.1 points on average on the test halves but lose
 	// more than half a point on 8 of 67 cells, which the rule forbids.
-	RerankDepth: 100,
 }
+
+// defaultRerankDepth is how many tools the re-rank sees when
+// Weights.RerankDepth is 0.
+const defaultRerankDepth = 100
 
 // Index is an immutable search index. It is safe for concurrent use.
 type Index struct {
@@ -170,6 +174,7 @@ type Index struct {
 	rerankW     [NumFeatures]float32
 	rerankOn    bool
 	rerankDepth int
+	hasFeatures bool // the re-rank's data is built (Weights.Rerank or RerankDepth set)
 	scratch     sync.Pool
 }
 
@@ -227,6 +232,7 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 		ix.an.Chinese = nil
 	}
 	ix.an.Memoize()
+	ix.hasFeatures = w.RerankDepth > 0 || w.Rerank != [NumFeatures]float64{}
 
 	type tfEntry struct {
 		term int32
@@ -252,7 +258,9 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 			ix.nonASCIINames = true
 		}
 		ix.docs[i] = docInfo{name: d.Name, plugin: d.Plugin}
-		ix.nameStart = append(ix.nameStart, int32(len(ix.nameTerms)))
+		if ix.hasFeatures {
+			ix.nameStart = append(ix.nameStart, int32(len(ix.nameTerms)))
+		}
 		local := map[int32]int{}
 		add := func(f int, s string) {
 			ix.an.Each(s, func(t string) {
@@ -282,13 +290,16 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 			})
 		}
 		add(fName, d.Name)
-		// The name's words for the re-rank, without the joined identifier
-		// the analyzer adds (no request says "getweatherforecast").
-		ix.an.Each(nameWords(d.Name), func(t string) {
-			if id, ok := ix.terms[t]; ok {
-				ix.nameTerms = append(ix.nameTerms, id)
-			}
-		})
+		if ix.hasFeatures {
+			// The name's words for the re-rank, without the joined
+			// identifier the analyzer adds (no request says
+			// "getweatherforecast").
+			ix.an.Each(nameWords(d.Name), func(t string) {
+				if id, ok := ix.terms[t]; ok {
+					ix.nameTerms = append(ix.nameTerms, id)
+				}
+			})
+		}
 		for _, k := range d.Keywords {
 			add(fKeywords, k)
 		}
@@ -301,18 +312,20 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 			add(fParamDesc, p.Description)
 		}
 	}
-	ix.nameStart = append(ix.nameStart, int32(len(ix.nameTerms)))
-	ix.docLen = make([]float32, len(docs))
-	for f := range fieldLen {
-		for i, l := range fieldLen[f] {
-			ix.docLen[i] += l
+	if ix.hasFeatures {
+		ix.nameStart = append(ix.nameStart, int32(len(ix.nameTerms)))
+		ix.docLen = make([]float32, len(docs))
+		for f := range fieldLen {
+			for i, l := range fieldLen[f] {
+				ix.docLen[i] += l
+			}
 		}
-	}
-	for _, l := range ix.docLen {
-		ix.avgLen += float64(l)
-	}
-	if len(docs) > 0 {
-		ix.avgLen /= float64(len(docs))
+		for _, l := range ix.docLen {
+			ix.avgLen += float64(l)
+		}
+		if len(docs) > 0 {
+			ix.avgLen /= float64(len(docs))
+		}
 	}
 	var avg [numFields]float64
 	for f := range avg {
@@ -397,9 +410,12 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 	}
 	for k, v := range w.Rerank {
 		ix.rerankW[k] = float32(v)
-		ix.rerankOn = ix.rerankOn || v != 0
 	}
-	ix.rerankDepth = max(w.RerankDepth, 1)
+	ix.rerankOn = w.Rerank != [NumFeatures]float64{}
+	ix.rerankDepth = w.RerankDepth
+	if ix.rerankDepth <= 0 {
+		ix.rerankDepth = defaultRerankDepth
+	}
 	ix.build = time.Since(start)
 	return ix, nil
 }

@@ -192,8 +192,12 @@ type rerankCand struct {
 
 // candidateFeatures is the re-rank's input for one query, for fitting its
 // weights: the best depth tools by score (the exact-name match first),
-// their scores and features.
+// their scores and features. The index must have been built with a
+// re-rank weight or depth set (nothing is returned otherwise).
 func (ix *Index) candidateFeatures(query string, depth int) (names []string, scores []float64, feats [][NumFeatures]float32, exactFirst bool) {
+	if !ix.hasFeatures {
+		return nil, nil, nil, false // built without the re-rank's data
+	}
 	q := strings.TrimSpace(query)
 	sc := ix.scratch.Get().(*scratch)
 	defer ix.scratch.Put(sc)

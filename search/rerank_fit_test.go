@@ -62,6 +62,7 @@ func TestFitRerank(t *testing.T) {
 		}
 	}
 	w0 := search.DefaultWeights
+	w0.RerankDepth = *fitDepth // the features' data, with the re-rank's weights left as they are
 	var cells []fitCell
 	for _, s := range sets {
 		qs := evalrun.Split(s.Queries, evalrun.Tune)

@@ -36,7 +36,9 @@ func featuresOf(t *testing.T, ix *Index, q string) map[string][NumFeatures]float
 }
 
 func TestRerankFeatures(t *testing.T) {
-	ix := build(t, rerankDocs, nil)
+	fw := DefaultWeights
+	fw.RerankDepth = 10 // the features' data, the ranking as by default
+	ix := build(t, rerankDocs, &Config{Weights: &fw})
 	f := featuresOf(t, ix, "get weather for my city")
 	w, v, g := f["getWeather"], f["getWeatherFlightStatus"], f["cityGuide"]
 	if _, ok := f["sendEmail"]; ok {
@@ -72,6 +74,7 @@ func TestRerankOrders(t *testing.T) {
 	q := "get weather for my city"
 	pw := DefaultWeights
 	pw.Overlap = 0
+	pw.RerankDepth = 10
 	plain := build(t, rerankDocs, &Config{Weights: &pw})
 	w := DefaultWeights
 	w.Overlap = 0
