@@ -7,7 +7,7 @@ EVAL      ?= ../shared/eval
 # Packages with concurrent code run under the race detector.
 RACE_PKGS := ./search/... ./host/... ./sdk/... ./internal/oci/...
 
-.PHONY: all build plugins bundle install test vet race hostile bench bench-test bench-go bench-runtime bench-serve replicas deploy-test eval fuzz clean run conformance clients
+.PHONY: all build plugins bundle install test vet race hostile bench bench-test bench-go bench-runtime bench-serve replicas deploy-test eval fuzz clean run conformance clients clients-python
 
 all: build plugins bundle
 
@@ -133,6 +133,16 @@ conformance: build plugins
 # runs it.
 clients: build plugins
 	BIN=$(BIN) GO=$(GO) host/openaiapi/clients/run.sh
+	$(MAKE) clients-python
+
+# The official Python clients against toolshed serve over the same
+# scripted model: the openai package (chat completions and responses,
+# host/openaiapi/clients/python) and the MCP Python SDK reading back a
+# chart with a Chinese title over stdio and streamable HTTP
+# (host/mcpserver/python). Nothing is installed: where python3 lacks
+# openai or mcp it prints one skip line with the pip command and passes.
+clients-python: build plugins
+	BIN=$(BIN) GO=$(GO) host/openaiapi/clients/run.sh python
 
 # The evaluation table (docs/SEARCH.md, "The protocol"): every labelled set
 # (EVAL's public sets, bench/testdata/eval's converted ones, the Chinese

