@@ -106,8 +106,8 @@ async def chart_read_back(session, want):
         return len(data)
     except StepError as e:
         raise StepError(f"{step}: {e}") from None
-    except Exception:
-        raise StepError(f"{step}: {traceback.format_exc()}") from None
+    except Exception as e:  # the SDK's errors (McpError: the server's JSON-RPC error), with where they came from
+        raise StepError(f"{step}: {type(e).__name__}: {e}\n{traceback.format_exc()}") from None
 
 
 async def over_stdio(config, want):

@@ -30,7 +30,9 @@ class Report:
         print(f"ok   {self.client}: {step}{note}", flush=True)
 
     def fail(self, step, err):
-        why = str(err) if isinstance(err, StepError) else "".join(traceback.format_exception(err))
+        why = str(err)
+        if not isinstance(err, StepError):  # the SDK's error, e.g. openai.BadRequestError with the server's message
+            why = f"{type(err).__name__}: {err}\n" + "".join(traceback.format_exception(err))
         self.failed.append(f"{self.client}: {step}: {why}")
         print(f"FAIL {self.client}: {step}: {why.splitlines()[0] if why else repr(err)}", flush=True)
 
