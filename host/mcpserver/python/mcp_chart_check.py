@@ -19,7 +19,8 @@ stored (the artifact's file in the data directory), the embedded text
 when there is one, and an SVG that holds the title; reading an artifact
 never made must be refused.
 
-A failure names the transport and the step; the last line counts them.
+Written for mcp 1 (1.23 and later) and mcp 2 alike. A failure names the
+transport and the step; the last line counts them.
 """
 
 import asyncio
@@ -31,17 +32,26 @@ import traceback
 from base64 import b64decode
 from urllib.parse import unquote
 
-import httpx
 from clientcheck import Report, StepError, check  # host/openaiapi/clients/python
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
-from mcp.shared.exceptions import McpError
+from mcp.shared import exceptions
 
 try:
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client  # httpx in mcp 1, httpx2 in mcp 2
 except ImportError:  # mcp before 1.24
     streamable_http_client = None
     from mcp.client.streamable_http import streamablehttp_client
+
+# mcp 1 and mcp 2 both: the JSON-RPC error's class was renamed, and the
+# types' fields are camelCase in 1 (isError), snake_case in 2 (is_error).
+McpError = getattr(exceptions, "McpError", None) or exceptions.MCPError
+
+
+def field(obj, snake, camel):
+    return getattr(obj, snake) if hasattr(obj, snake) else getattr(obj, camel)
+
 
 MCP_URL = os.environ["TOOLSHED_URL"].removesuffix("/v1") + "/mcp"
 KEY = os.environ["TOOLSHED_KEY"]
@@ -70,17 +80,17 @@ async def chart_read_back(session, want):
         await session.initialize()
         step = "tool_search"
         found = await session.call_tool("tool_search", {"query": "bar chart"})
-        check(not found.isError, f"tool_search failed: {found.content}")
+        check(not field(found, "is_error", "isError"), f"tool_search failed: {found.content}")
         step = "createBarChart"
         res = await session.call_tool("createBarChart", CHART)
-        check(not res.isError, f"the call failed: {res.content}")
+        check(not field(res, "is_error", "isError"), f"the call failed: {res.content}")
         uri, embedded, mime = None, None, None
         for c in res.content:
             if isinstance(c, types.EmbeddedResource):
-                uri, mime = str(c.resource.uri), c.resource.mimeType
+                uri, mime = str(c.resource.uri), field(c.resource, "mime_type", "mimeType")
                 embedded = c.resource.text.encode() if isinstance(c.resource, types.TextResourceContents) else b64decode(c.resource.blob)
             elif isinstance(c, types.ResourceLink):
-                uri, mime = str(c.uri), c.mimeType
+                uri, mime = str(c.uri), field(c, "mime_type", "mimeType")
         kind = "embedded resource" if embedded is not None else "resource_link"
         check(uri is not None, f"no resource in the result: {[c.type for c in res.content]}")
         check(kind == want, f"the chart came as {kind!r}, want {want!r}")
@@ -93,7 +103,8 @@ async def chart_read_back(session, want):
         check(len(read.contents) == 1, f"{len(read.contents)} contents")
         got = read.contents[0]
         data = got.text.encode() if isinstance(got, types.TextResourceContents) else b64decode(got.blob)
-        check(got.mimeType == mime == "image/svg+xml", f"content types: read {got.mimeType}, result {mime}")
+        got_mime = field(got, "mime_type", "mimeType")
+        check(got_mime == mime == "image/svg+xml", f"content types: read {got_mime}, result {mime}")
         check(data.lstrip().startswith((b"<svg", b"<?xml")) and TITLE.encode() in data, f"not an SVG with the title: {data[:120]!r}")
         check(data == stored(artifact_id), "the bytes read are not the artifact's file")
         check(embedded is None or data == embedded, "the bytes read are not the embedded resource's")
@@ -125,10 +136,9 @@ async def over_http(want):
     if streamable_http_client is None:
         transport = streamablehttp_client(MCP_URL, headers=headers)
     else:
-        http = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30, read=300), follow_redirects=True)
-        transport = streamable_http_client(MCP_URL, http_client=http)
-    async with transport as (read, write, _):
-        async with ClientSession(read, write) as session:
+        transport = streamable_http_client(MCP_URL, http_client=create_mcp_http_client(headers=headers))
+    async with transport as streams:  # (read, write, session id) in mcp 1, (read, write) in mcp 2
+        async with ClientSession(streams[0], streams[1]) as session:
             return await chart_read_back(session, want)
 
 

@@ -40,7 +40,7 @@ node) ;;
 python)
 	# The versions python/ was run with (docs/SERVING.md, "Clients tested").
 	if ! "$python" -c 'import openai, mcp' 2>/dev/null; then
-		echo "clients-python: skipped: $python lacks the openai or mcp package (pip install openai==2.54.0 mcp==1.29.0)"
+		echo "clients-python: skipped: $python lacks the openai or mcp package (pip install openai==3.3.1 mcp==2.0.0)"
 		exit 0
 	fi
 	;;
