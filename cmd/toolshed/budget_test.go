@@ -13,6 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/toolshed/toolshed/host/wasm"
+	"github.com/toolshed/toolshed/internal/config"
 	"github.com/toolshed/toolshed/internal/procmem"
 	"github.com/toolshed/toolshed/internal/scripted"
 	"github.com/toolshed/toolshed/internal/wasmbuild"
@@ -133,5 +135,61 @@ func TestServeKeyMemoryShare(t *testing.T) {
 	}
 	if st := s.server.runtime.MemoryStats(); st.PerTenant != 300<<20 || st.Budget != 1024<<20 {
 		t.Fatalf("serve's budget and share: %+v", st)
+	}
+}
+
+// TestServeMemoryWait: with server.instance_memory_wait, an MCP session
+// whose plugin instance finds no room in the budget waits for it, through
+// serve's wiring, and is served once the session holding the room
+// closes; the wait is counted.
+func TestServeMemoryWait(t *testing.T) {
+	if config.MaxInstanceMemoryWait != wasm.MaxMemoryWait {
+		t.Fatalf("config's maximum wait %s is not the runtime's %s", config.MaxInstanceMemoryWait, wasm.MaxMemoryWait)
+	}
+	e := newHostileEnv(t, "")
+	e.plugin("hog.json", "hog", wat(t, wasmbuild.FixedWAT(48)), nil, nil, "hog")
+	s := startServe(t, &scripted.Model{}, map[string]string{"plugins.dir": e.plugins, "search.mode": "keyword",
+		"server.instance_memory_mb": "64", "server.instance_memory_wait": "1m", "server.reclaim_idle": "1h"})
+	if st := s.server.runtime.MemoryStats(); st.Wait != time.Minute || st.Budget != 64<<20 {
+		t.Fatalf("serve's budget and wait: %+v", st)
+	}
+	open := func() *mcp.ClientSession {
+		cs, _ := mcpClient(t, &mcp.StreamableClientTransport{Endpoint: s.url + "/mcp"}, "")
+		if text, isErr := callText(t, cs, "tool_search", map[string]any{"query": "hog"}); isErr || !strings.Contains(text, "hog") {
+			t.Fatalf("tool_search: %q", text)
+		}
+		return cs
+	}
+	first, second := open(), open()
+	if text, isErr := callText(t, first, "hog", map[string]any{}); isErr || text != "ok" {
+		t.Fatalf("the first session's 48 MiB: %q (error %v)", text, isErr)
+	}
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		res, err := second.CallTool(ctx, &mcp.CallToolParams{Name: "hog", Arguments: map[string]any{}})
+		done <- answer{res, err}
+	}()
+	for deadline := time.Now().Add(time.Minute); s.server.runtime.MemoryStats().Waits.Waiting != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second session's call does not wait: %+v", s.server.runtime.MemoryStats())
+		}
+	}
+	first.Close() // DELETE: its instance goes, the waiting call gets the room
+	select {
+	case a := <-done:
+		if a.err != nil || a.res.IsError || a.res.Content[0].(*mcp.TextContent).Text != "ok" {
+			t.Fatalf("the waiting session: %v %+v", a.err, a.res)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the waiting session got no answer")
+	}
+	if st := s.server.runtime.MemoryStats(); st.Waits.Served != 1 || st.Used > st.Budget {
+		t.Fatalf("after the wait: %+v", st)
 	}
 }

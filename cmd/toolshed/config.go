@@ -262,6 +262,7 @@ func newAgent(cfg *config.Config, snapshot func() *catalog.Snapshot, log *slog.L
 	wopts.Logger = log
 	wopts.MemoryBudget, wopts.TenantMemory = memoryBudget(cfg.Server)
 	wopts.ReclaimIdle = cfg.Server.ReclaimIdle
+	wopts.MemoryWait = cfg.Server.InstanceMemoryWait
 	store := artifact.New(artifact.Options{MaxAge: cfg.Artifacts.MaxAge, MaxBytes: int64(cfg.Artifacts.MaxMB) << 20,
 		Dirs: op.artifactDirs()})
 	wopts.Artifacts = store

@@ -21,6 +21,8 @@ type tenancy struct {
 	artifacts *artifact.Store
 
 	budget, used, share, refused, reclaimed, keyUsed, slots, slotShare, files, keyFiles *prometheus.Desc
+	// The waits for room in the budget (server.instance_memory_wait).
+	wait, waiting, waitsStarted, waitsEnded, waited *prometheus.Desc
 }
 
 func newTenancy(rt *wasm.Host, sql *sqlcap.Service, artifacts *artifact.Store) *tenancy {
@@ -45,11 +47,22 @@ func newTenancy(rt *wasm.Host, sql *sqlcap.Service, artifacts *artifact.Store) *
 			"Query slots of a database one API key holds now.", []string{"database", "key"}, nil),
 		slotShare: prometheus.NewDesc("toolshed_sql_key_slots_share",
 			"Query slots of each database one API key may hold at once.", nil, nil),
+		wait: prometheus.NewDesc("toolshed_plugin_memory_wait_limit_seconds",
+			"How long a call whose new plugin instance finds no room in the memory budget waits for it (server.instance_memory_wait; 0: refused at once).", nil, nil),
+		waiting: prometheus.NewDesc("toolshed_plugin_memory_waiting",
+			"Calls waiting now for room in the plugin memory budget.", nil, nil),
+		waitsStarted: prometheus.NewDesc("toolshed_plugin_memory_waits_started_total",
+			"Calls that found no room in the plugin memory budget (or their key's share), idle instances reclaimed, and waited for it.", nil, nil),
+		waitsEnded: prometheus.NewDesc("toolshed_plugin_memory_waits_total",
+			"Waits for room in the plugin memory budget that ended: served (room was released), timeout (refused naming the budget), cancelled (the call's context ended, or the server closed).", []string{"outcome"}, nil),
+		waited: prometheus.NewDesc("toolshed_plugin_memory_wait_seconds",
+			"Time calls waited for room in the plugin memory budget, waits that ended.", nil, nil),
 	}
 }
 
 func (c *tenancy) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.budget, c.used, c.share, c.refused, c.reclaimed, c.keyUsed, c.slots, c.slotShare, c.files, c.keyFiles} {
+	for _, d := range []*prometheus.Desc{c.budget, c.used, c.share, c.refused, c.reclaimed, c.keyUsed, c.slots, c.slotShare, c.files, c.keyFiles,
+		c.wait, c.waiting, c.waitsStarted, c.waitsEnded, c.waited} {
 		ch <- d
 	}
 }
@@ -65,6 +78,14 @@ func (c *tenancy) Collect(ch chan<- prometheus.Metric) {
 		for _, t := range slices.Sorted(maps.Keys(st.ByTenant)) {
 			ch <- prometheus.MustNewConstMetric(c.keyUsed, prometheus.GaugeValue, float64(st.ByTenant[t]), keyLabel(t))
 		}
+		w := st.Waits
+		ch <- prometheus.MustNewConstMetric(c.wait, prometheus.GaugeValue, st.Wait.Seconds())
+		ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(w.Waiting))
+		ch <- prometheus.MustNewConstMetric(c.waitsStarted, prometheus.CounterValue, float64(w.Started))
+		ch <- prometheus.MustNewConstMetric(c.waitsEnded, prometheus.CounterValue, float64(w.Served), "served")
+		ch <- prometheus.MustNewConstMetric(c.waitsEnded, prometheus.CounterValue, float64(w.TimedOut), "timeout")
+		ch <- prometheus.MustNewConstMetric(c.waitsEnded, prometheus.CounterValue, float64(w.Cancelled), "cancelled")
+		ch <- prometheus.MustNewConstSummary(c.waited, w.Served+w.TimedOut+w.Cancelled, w.Waited.Seconds(), nil)
 	}
 	if c.artifacts != nil {
 		total, by := c.artifacts.Usage()

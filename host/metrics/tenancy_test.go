@@ -25,7 +25,7 @@ func scrape(m *Metrics) string {
 // TestTenancySeries: the memory budget and a key's share of it, and the
 // query slots a key holds, labelled by the key's tenant id prefix.
 func TestTenancySeries(t *testing.T) {
-	rt, err := wasm.New(&wasm.Options{CacheDir: "off", MemoryBudget: 1 << 30, TenantMemory: 256 << 20})
+	rt, err := wasm.New(&wasm.Options{CacheDir: "off", MemoryBudget: 1 << 30, TenantMemory: 256 << 20, MemoryWait: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +67,11 @@ func TestTenancySeries(t *testing.T) {
 		"toolshed_plugin_memory_bytes 0",
 		"toolshed_plugin_memory_refusals_total 0",
 		"toolshed_plugin_instances_reclaimed_total 0",
+		"toolshed_plugin_memory_wait_limit_seconds 2",
+		"toolshed_plugin_memory_waiting 0",
+		"toolshed_plugin_memory_waits_started_total 0",
+		`toolshed_plugin_memory_waits_total{outcome="timeout"} 0`,
+		"toolshed_plugin_memory_wait_seconds_count 0",
 		"toolshed_sql_key_slots_share 2",
 		"toolshed_artifacts_bytes 6",
 		`toolshed_artifacts_key_bytes{key="fedcba987654"} 6`,

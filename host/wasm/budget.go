@@ -1,15 +1,18 @@
 package wasm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // ErrMemoryBudget is wrapped by every refusal of the plugin memory budget
 // (Options.MemoryBudget, Options.TenantMemory): an instance that would
-// pass it is not created, a linear memory that would pass it does not
-// grow, and the call fails with a *BudgetError.
+// pass it is not created (after waiting Options.MemoryWait for room, when
+// set), a linear memory that would pass it does not grow, and the call
+// fails with a *BudgetError.
 var ErrMemoryBudget = errors.New("plugin memory budget")
 
 // BudgetError is a refusal of the plugin memory budget: the server's (all
@@ -17,17 +20,24 @@ var ErrMemoryBudget = errors.New("plugin memory budget")
 type BudgetError struct {
 	Tenant bool  // the tenant's share was reached, not the server's budget
 	Limit  int64 // bytes: the budget or the share
-	Used   int64 // bytes in use when the request came
+	Used   int64 // bytes in use when the request came (or when its wait ended)
 	Asked  int64 // bytes the request needed
+	// Waited is how long the request waited for room (Options.MemoryWait)
+	// before it was refused; 0: it was refused at once.
+	Waited time.Duration
 }
 
 func (e *BudgetError) Error() string {
-	if e.Tenant {
-		return fmt.Sprintf("this API key is at its share of the server's plugin memory budget (%d MiB in use of %d MiB; %d MiB more were asked); "+
-			"close sessions you no longer use, or try again later", e.Used>>20, e.Limit>>20, mib(e.Asked))
+	waited := ""
+	if e.Waited > 0 {
+		waited = " after waiting " + roundWait(e.Waited).String() + " for room"
 	}
-	return fmt.Sprintf("the server is at its plugin memory budget (%d MiB in use of %d MiB; %d MiB more were asked); try again later",
-		e.Used>>20, e.Limit>>20, mib(e.Asked))
+	if e.Tenant {
+		return fmt.Sprintf("this API key is at its share of the server's plugin memory budget (%d MiB in use of %d MiB; %d MiB more were asked)%s; "+
+			"close sessions you no longer use, or try again later", e.Used>>20, e.Limit>>20, mib(e.Asked), waited)
+	}
+	return fmt.Sprintf("the server is at its plugin memory budget (%d MiB in use of %d MiB; %d MiB more were asked)%s; try again later",
+		e.Used>>20, e.Limit>>20, mib(e.Asked), waited)
 }
 
 func (e *BudgetError) Unwrap() error { return ErrMemoryBudget }
@@ -35,114 +45,141 @@ func (e *BudgetError) Unwrap() error { return ErrMemoryBudget }
 // mib rounds n bytes up to MiB.
 func mib(n int64) int64 { return (n + 1<<20 - 1) >> 20 }
 
+// roundWait is a time waited as the model reads it: to the millisecond
+// under a second, else to the tenth of a second.
+func roundWait(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(100 * time.Millisecond)
+}
+
 // memBudget is the committed linear memory of every live instance of a
 // Host, against its budget and each tenant's share. A zero limit is no
 // limit. It is safe for concurrent use.
+//
+// With a wait (Options.MemoryWait), a new instance that finds no room
+// queues for it (budget_wait.go); growth never waits.
 type memBudget struct {
 	limit, perTenant int64
+	wait             time.Duration // how long a new instance may wait for room; 0: none
 	// reclaim is asked to free at least need bytes (tenant "" for the
 	// server's budget, else that tenant's instances only) before a
 	// refusal; it must not be called with mu held.
 	reclaim func(tenant string, need int64)
+	// done is closed when the host closes: waiters give up.
+	done     chan struct{}
+	doneOnce sync.Once
 
 	mu       sync.Mutex
 	used     int64
 	byTenant map[string]int64
 	refused  uint64
+	waiters  []*waiter // in arrival order (budget_wait.go)
+	waits    WaitStats
 }
 
-// charge takes n more bytes for an instance of tenant (assigned: the
-// instance belongs to a session; pooled ones count for the server only).
-// Over a limit it reclaims idle instances once and tries again.
+func newMemBudget(limit, perTenant int64, wait time.Duration, reclaim func(string, int64)) *memBudget {
+	return &memBudget{limit: max(limit, 0), perTenant: max(perTenant, 0), wait: max(wait, 0), reclaim: reclaim,
+		byTenant: map[string]int64{}, done: make(chan struct{})}
+}
+
+// need is what one request asks of the budget: bytes of the server's
+// budget (none when a pooled instance, already counted there, is taken by
+// a session) and of its tenant's share (assigned: the instance belongs to
+// a session; pooled ones count for the server only).
+type need struct {
+	tenant   string
+	assigned bool
+	server   int64
+	share    int64
+}
+
+// newNeed is the need of n more bytes for an instance of tenant.
+func newNeed(tenant string, assigned bool, n int64) need {
+	nd := need{tenant: tenant, assigned: assigned, server: n}
+	if assigned {
+		nd.share = n
+	}
+	return nd
+}
+
+// fits reports whether nd fits the server's budget and the tenant's
+// share as they stand. Called with mu held.
+func (b *memBudget) fits(nd need) (server, share bool) {
+	server = nd.server <= 0 || b.limit <= 0 || b.used+nd.server <= b.limit
+	share = nd.share <= 0 || nd.tenant == "" || b.perTenant <= 0 || b.byTenant[nd.tenant]+nd.share <= b.perTenant
+	return server, share
+}
+
+// refusal is the error for nd not served now: the server's budget when it
+// does not fit there, else the tenant's share when not there; when it fits
+// both but earlier requests wait ahead of it for the room, the server's
+// budget (the tenant's share for a request of the share alone). Called
+// with mu held.
+func (b *memBudget) refusal(nd need) *BudgetError {
+	server, share := b.fits(nd)
+	usesShare := nd.share > 0 && nd.tenant != "" && b.perTenant > 0
+	if !server || (share && (!usesShare || nd.server > 0)) {
+		return &BudgetError{Limit: b.limit, Used: b.used, Asked: nd.server}
+	}
+	return &BudgetError{Tenant: true, Limit: b.perTenant, Used: b.byTenant[nd.tenant], Asked: nd.share}
+}
+
+// grant charges nd. Called with mu held.
+func (b *memBudget) grant(nd need) {
+	b.used += nd.server
+	if nd.assigned && nd.share > 0 {
+		b.byTenant[nd.tenant] += nd.share
+	}
+}
+
+// charge takes n more bytes for an instance of tenant, as its memory
+// grows: at once or not at all (growth never waits, whatever
+// Options.MemoryWait says; docs/SECURITY.md says why). Over a limit it
+// reclaims idle instances once and tries again (reclaim).
 func (b *memBudget) charge(tenant string, assigned, reclaim bool, n int64) error {
 	if b == nil || n <= 0 {
 		return nil
 	}
-	err := b.tryCharge(tenant, assigned, n)
-	var be *BudgetError
-	if errors.As(err, &be) && reclaim && b.reclaim != nil {
-		who := ""
-		if be.Tenant {
-			who = tenant
-		}
-		b.reclaim(who, be.Used+be.Asked-be.Limit)
-		err = b.tryCharge(tenant, assigned, n)
-	}
-	if err != nil {
-		b.mu.Lock()
-		b.refused++
-		b.mu.Unlock()
-	}
-	return err
+	return b.take(nil, newNeed(tenant, assigned, n), reclaim)
 }
 
-func (b *memBudget) tryCharge(tenant string, assigned bool, n int64) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.limit > 0 && b.used+n > b.limit {
-		return &BudgetError{Limit: b.limit, Used: b.used, Asked: n}
-	}
-	shared := assigned && tenant != "" && b.perTenant > 0
-	if shared && b.byTenant[tenant]+n > b.perTenant {
-		return &BudgetError{Tenant: true, Limit: b.perTenant, Used: b.byTenant[tenant], Asked: n}
-	}
-	b.used += n
-	if assigned {
-		b.byTenant[tenant] += n
-	}
-	return nil
-}
-
-// assign moves n bytes of a pooled instance to tenant's share.
-func (b *memBudget) assign(tenant string, n int64) error {
+// assign moves n bytes of a pooled instance to tenant's share: it waits
+// for room there as a new instance does (take).
+func (b *memBudget) assign(ctx context.Context, tenant string, n int64) error {
 	if b == nil {
 		return nil
 	}
-	try := func() error {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if tenant != "" && b.perTenant > 0 && b.byTenant[tenant]+n > b.perTenant {
-			return &BudgetError{Tenant: true, Limit: b.perTenant, Used: b.byTenant[tenant], Asked: n}
-		}
-		b.byTenant[tenant] += n
-		return nil
-	}
-	err := try()
-	if be := (*BudgetError)(nil); errors.As(err, &be) && b.reclaim != nil {
-		b.reclaim(tenant, be.Used+be.Asked-be.Limit)
-		err = try()
-	}
-	if err != nil {
-		b.mu.Lock()
-		b.refused++
-		b.mu.Unlock()
-	}
-	return err
+	return b.take(ctx, need{tenant: tenant, assigned: true, share: n}, true)
 }
 
 // force charges n bytes whatever the limits say.
 func (b *memBudget) force(tenant string, assigned bool, n int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.used += n
-	if assigned {
-		b.byTenant[tenant] += n
-	}
+	b.grant(newNeed(tenant, assigned, n))
 }
 
-// release gives n bytes back.
+// release gives n bytes back, and serves the requests waiting for them.
 func (b *memBudget) release(tenant string, assigned bool, n int64) {
 	if b == nil || n <= 0 {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.used -= n
-	if assigned {
-		if b.byTenant[tenant] -= n; b.byTenant[tenant] <= 0 {
-			delete(b.byTenant, tenant)
+	b.releaseLocked(newNeed(tenant, assigned, n))
+}
+
+// releaseLocked gives nd back. Called with mu held.
+func (b *memBudget) releaseLocked(nd need) {
+	b.used -= nd.server
+	if nd.assigned && nd.share > 0 {
+		if b.byTenant[nd.tenant] -= nd.share; b.byTenant[nd.tenant] <= 0 {
+			delete(b.byTenant, nd.tenant)
 		}
 	}
+	b.serve()
 }
 
 // memAccount is one instance's committed linear memory as charged to the
@@ -187,23 +224,31 @@ func (b *memBudget) tenantAccount(tenant string) *memAccount {
 }
 
 // reserve charges the memory an instance is about to be made with, before
-// it is made: wazero cannot be refused the first allocation.
-func (a *memAccount) reserve(n int64) error {
+// it is made: wazero cannot be refused the first allocation. With a wait
+// (Options.MemoryWait), an instance of a session (or a snapshot's
+// capture) that finds no room waits for it until ctx ends; a pool
+// refill does not.
+func (a *memAccount) reserve(ctx context.Context, n int64) error {
 	if a == nil {
 		return nil
 	}
-	if !a.resize(n, false) {
+	if !a.resizeCtx(ctx, n, false) {
 		return a.takeRefusal()
 	}
 	return nil
 }
 
-// resize sets the account to size bytes; growth the budget refuses
-// returns false (the memory does not grow), unless must. The budget is
-// charged without a.mu held: making room may close other instances, and
-// read their accounts. (An account is resized by one goroutine at a time:
-// the one running its instance's code.)
-func (a *memAccount) resize(size int64, must bool) bool {
+// resize sets the account to size bytes, as the memory grows or shrinks;
+// growth the budget refuses returns false (the memory does not grow),
+// unless must. It never waits.
+func (a *memAccount) resize(size int64, must bool) bool { return a.resizeCtx(nil, size, must) }
+
+// resizeCtx is resize, waiting for room until ctx ends when ctx is not
+// nil (reserve). The budget is charged without a.mu held: making room
+// may close other instances, and read their accounts. (An account is
+// resized by one goroutine at a time: the one running its instance's
+// code.)
+func (a *memAccount) resizeCtx(ctx context.Context, size int64, must bool) bool {
 	if a == nil {
 		return true
 	}
@@ -222,7 +267,7 @@ func (a *memAccount) resize(size int64, must bool) bool {
 	a.mu.Unlock()
 	switch {
 	case d > 0:
-		if err := a.b.charge(tenant, assigned, reclaim, d); err != nil {
+		if err := a.b.take(ctx, newNeed(tenant, assigned, d), reclaim); err != nil {
 			if !must {
 				a.mu.Lock()
 				a.refusal = err
@@ -241,8 +286,8 @@ func (a *memAccount) resize(size int64, must bool) bool {
 }
 
 // assign charges the instance's memory to tenant's share: a pooled
-// instance taken by a session.
-func (a *memAccount) assign(tenant string) error {
+// instance taken by a session. It waits for room there as reserve does.
+func (a *memAccount) assign(ctx context.Context, tenant string) error {
 	if a == nil {
 		return nil
 	}
@@ -254,7 +299,7 @@ func (a *memAccount) assign(tenant string) error {
 	}
 	// Not under a.mu (see resize); the instance is in no one's hands but
 	// the caller's, so nothing resizes it meanwhile.
-	if err := a.b.assign(tenant, n); err != nil {
+	if err := a.b.assign(ctx, tenant, n); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -312,6 +357,10 @@ type MemoryStats struct {
 	Used      int64            // committed linear memory of every live instance
 	ByTenant  map[string]int64 // of Used, what sessions of each tenant hold
 	Refused   uint64           // instances not made and growths refused, since New
+	// Wait is Options.MemoryWait: how long a new instance may wait for
+	// room; Waits what those waits came to, since New.
+	Wait  time.Duration
+	Waits WaitStats
 }
 
 // MemoryStats reports the plugin memory budget. Safe for concurrent use.
@@ -319,7 +368,9 @@ func (h *Host) MemoryStats() MemoryStats {
 	b := h.budget
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := MemoryStats{Budget: b.limit, PerTenant: b.perTenant, Used: b.used, Refused: b.refused, ByTenant: make(map[string]int64, len(b.byTenant))}
+	st := MemoryStats{Budget: b.limit, PerTenant: b.perTenant, Used: b.used, Refused: b.refused, ByTenant: make(map[string]int64, len(b.byTenant)),
+		Wait: b.wait, Waits: b.waits}
+	st.Waits.Waiting = len(b.waiters)
 	for t, n := range b.byTenant {
 		st.ByTenant[t] = n
 	}

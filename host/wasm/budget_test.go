@@ -3,9 +3,11 @@ package wasm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/wasm"
@@ -164,12 +166,21 @@ func TestQuotaSurvivesRestart(t *testing.T) {
 	}
 }
 
-// TestMemoryBudgetHammer: sessions of two tenants grow, get refused, are
-// reclaimed and close concurrently (run with -race); the budget is never
-// passed and everything is given back.
+// TestMemoryBudgetHammer: sessions of two tenants grow, get refused (or
+// wait for room, with Options.MemoryWait), are reclaimed and close
+// concurrently (run with -race); the budget is never passed and
+// everything is given back.
 func TestMemoryBudgetHammer(t *testing.T) {
+	for _, wait := range []time.Duration{0, 50 * time.Millisecond} {
+		t.Run(fmt.Sprintf("wait=%s", wait), func(t *testing.T) {
+			hammerBudget(t, &wasm.Options{MemoryBudget: 64 << 20, TenantMemory: 40 << 20, ReclaimIdle: 1, MemoryWait: wait})
+		})
+	}
+}
+
+func hammerBudget(t *testing.T, opts *wasm.Options) {
 	snap := growPlugin(t)
-	h, _ := newHost(t, &wasm.Options{MemoryBudget: 64 << 20, TenantMemory: 40 << 20, ReclaimIdle: 1})
+	h, _ := newHost(t, opts)
 	stop := make(chan struct{})
 	over := make(chan wasm.MemoryStats, 1)
 	go func() {
@@ -214,7 +225,7 @@ func TestMemoryBudgetHammer(t *testing.T) {
 	default:
 	}
 	h.Close(context.Background())
-	if st := h.MemoryStats(); st.Used != 0 || len(st.ByTenant) != 0 {
+	if st := h.MemoryStats(); st.Used != 0 || len(st.ByTenant) != 0 || st.Waits.Waiting != 0 {
 		t.Fatalf("after every session and the host closed: %+v", st)
 	}
 }

@@ -118,6 +118,13 @@ type Options struct {
 	// that made no call for this long are closed to make room (their next
 	// call gets a new instance). 0 means a minute; negative, never.
 	ReclaimIdle time.Duration
+	// MemoryWait: a session's new instance that finds no room in the
+	// budget (or its tenant's share), after idle instances were
+	// reclaimed, waits this long for room to be released, in arrival
+	// order, before the call fails; its context ending ends the wait. 0
+	// (or negative) refuses at once; at most MaxMemoryWait. Growth of a
+	// running instance never waits.
+	MemoryWait time.Duration
 
 	// reseedSource replaces crypto/rand for re-seeding restored
 	// instances (tests: the known-answer check).
@@ -169,11 +176,13 @@ func New(opts *Options) (*Host, error) {
 	if h.opts.Artifacts == nil {
 		h.opts.Artifacts = artifact.New(artifact.Options{})
 	}
-	h.budget = &memBudget{limit: h.opts.MemoryBudget, perTenant: max(h.opts.TenantMemory, 0), byTenant: map[string]int64{}, reclaim: h.reclaim}
-	if h.budget.limit == 0 {
-		h.budget.limit = DefaultMemoryBudget()
+	if h.opts.MemoryBudget == 0 {
+		h.opts.MemoryBudget = DefaultMemoryBudget()
 	}
-	h.budget.limit = max(h.budget.limit, 0)
+	if h.opts.MemoryWait > MaxMemoryWait {
+		return nil, fmt.Errorf("wasm: MemoryWait %s is over %s", h.opts.MemoryWait, MaxMemoryWait)
+	}
+	h.budget = newMemBudget(h.opts.MemoryBudget, h.opts.TenantMemory, h.opts.MemoryWait, h.reclaim)
 	h.log = h.opts.Logger
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -243,6 +252,7 @@ func (h *Host) Close(ctx context.Context) error {
 		p.closed = true // stops refills
 		p.mu.Unlock()
 	}
+	h.budget.close() // a Prepare waiting for room gives up
 	h.bg.Wait()
 	for _, p := range plugins {
 		errs = append(errs, p.close(ctx))

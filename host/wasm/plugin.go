@@ -470,7 +470,7 @@ func (p *Plugin) newInstanceFrom(ctx context.Context, s *snapshot, acct *memAcco
 		in.ext = newExtismState()
 		acct.setCeiling(int64(p.pages) << 16)
 	}
-	if err := acct.reserve(size); err != nil {
+	if err := acct.reserve(ctx, size); err != nil {
 		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, err)
 	}
 	release, err := p.slot(ctx)
@@ -579,7 +579,7 @@ func (p *Plugin) take(ctx context.Context, tenant string) (*instance, error) {
 	p.mu.Unlock()
 	if in != nil {
 		p.host.stats.poolHits.Add(1)
-		if err := in.acct.assign(tenant); err != nil {
+		if err := in.acct.assign(ctx, tenant); err != nil {
 			in.close(context.Background())
 			return nil, fmt.Errorf("plugin %q: %w", p.name, err)
 		}

@@ -142,6 +142,12 @@ func (e *initError) Error() string { return "initialiser: " + e.err.Error() }
 // ABI checks and the known-answer check of its generator. Called by
 // compile, with p.runtime and p.module set.
 func (p *Plugin) capture(ctx context.Context) (*snapshot, error) {
+	// Room in the budget first, then a CPU: a wait for room holds no slot.
+	acct := p.host.budget.newAccount(true)
+	if err := acct.reserve(ctx, p.minMemory); err != nil {
+		return nil, err // the budget: try again later
+	}
+	defer acct.free()
 	release, err := p.slot(ctx)
 	if err != nil {
 		return nil, err
@@ -152,12 +158,6 @@ func (p *Plugin) capture(ctx context.Context) (*snapshot, error) {
 	in := &instance{plugin: p, quota: &quota{}, stdout: newLineLog(p.host.log, p.name, "stdout"), stderr: newLineLog(p.host.log, p.name, "stderr")}
 	gate := newExecGate()
 	defer gate.exit()
-	acct := p.host.budget.newAccount(true)
-	if err := acct.reserve(p.minMemory); err != nil {
-		release()
-		return nil, err // the budget: try again later
-	}
-	defer acct.free()
 	mod, err := p.fresh(ictx, p.moduleConfig(in), log, gate, acct)
 	release()
 	if refused := acct.takeRefusal(); err != nil && refused != nil {

@@ -99,6 +99,9 @@ type Agent struct {
 	AutoDiscover bool `koanf:"auto_discover"`
 }
 
+// MaxInstanceMemoryWait bounds server.instance_memory_wait (wasm.MaxMemoryWait).
+const MaxInstanceMemoryWait = 5 * time.Minute
+
 // Server is toolshed serve.
 type Server struct {
 	Addr            string        `koanf:"addr"`
@@ -128,6 +131,11 @@ type Server struct {
 	// ReclaimIdle: at the memory budget, the instances of sessions idle
 	// this long are closed to make room first.
 	ReclaimIdle time.Duration `koanf:"reclaim_idle"`
+	// InstanceMemoryWait: a call whose new plugin instance finds no room
+	// in the memory budget (or its key's share), after idle instances were
+	// reclaimed, waits this long for room, in arrival order, before it
+	// fails; 0 fails at once. At most MaxInstanceMemoryWait.
+	InstanceMemoryWait time.Duration `koanf:"instance_memory_wait"`
 	// PerKey are each API key's shares, so that one key cannot take all.
 	PerKey PerKey `koanf:"per_key"`
 	// Responses is what POST /v1/responses keeps for previous_response_id.
@@ -278,6 +286,7 @@ func Defaults() map[string]any {
 		"server.mcp.dispatcher":             false,
 		"server.instance_memory_mb":         0,
 		"server.reclaim_idle":               "1m",
+		"server.instance_memory_wait":       "0s",
 		"server.per_key.instance_memory_mb": 0,
 		"server.per_key.mcp_sessions":       0,
 		"server.per_key.db_slots":           0,
@@ -526,6 +535,12 @@ func (l *Loaded) check() error {
 		if notNegative[k] < 0 {
 			checks = append(checks, bad(k, "must not be negative (0 is the default ceiling)"))
 		}
+	}
+	switch w := c.Server.InstanceMemoryWait; {
+	case w < 0:
+		checks = append(checks, bad("server.instance_memory_wait", "must not be negative (0: refuse at once)"))
+	case w > MaxInstanceMemoryWait:
+		checks = append(checks, bad("server.instance_memory_wait", "at most %s (got %s): a call should not hang on the memory budget longer than a client waits", MaxInstanceMemoryWait, w))
 	}
 	if u := c.Server.PublicURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 		checks = append(checks, bad("server.public_url", "%q is not an http(s) URL", u))

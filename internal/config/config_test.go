@@ -70,6 +70,9 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{env: []string{"TOOLSHED_SERVR_ADDR=x"}, want: "TOOLSHED_SERVR_ADDR is not a configuration key"},
 		{env: []string{"TOOLSHED_PLUGINS_WATCH=maybe"}, want: "plugins.watch"},
 		{flags: map[string]string{"search.limit": "50"}, want: "search.limit: at most 20"},
+		{file: "server:\n  instance_memory_wait: -1s\n", want: "server.instance_memory_wait: must not be negative"},
+		{flags: map[string]string{"server.instance_memory_wait": "6m"}, want: "server.instance_memory_wait: at most 5m0s (got 6m0s)"},
+		{env: []string{"TOOLSHED_SERVER_INSTANCE_MEMORY_WAIT=soon"}, want: "server.instance_memory_wait"},
 	} {
 		src := Source{Env: tc.env, Flags: tc.flags, File: write(t, tc.file)}
 		_, err := Load(src)
@@ -104,5 +107,27 @@ func TestExampleFile(t *testing.T) {
 	}
 	if l.Server.Addr == "" {
 		t.Error("no address")
+	}
+}
+
+// TestInstanceMemoryWait: server.instance_memory_wait is off by default
+// and set from the file, the environment (which the flags override) and
+// up to its maximum.
+func TestInstanceMemoryWait(t *testing.T) {
+	for _, tc := range []struct {
+		file  string
+		env   []string
+		flags map[string]string
+		want  time.Duration
+	}{
+		{want: 0},
+		{file: "server:\n  instance_memory_wait: 2s\n", want: 2 * time.Second},
+		{env: []string{"TOOLSHED_SERVER_INSTANCE_MEMORY_WAIT=1m30s"}, want: 90 * time.Second},
+		{env: []string{"TOOLSHED_SERVER_INSTANCE_MEMORY_WAIT=1m"}, flags: map[string]string{"server.instance_memory_wait": "5m"}, want: MaxInstanceMemoryWait},
+	} {
+		l, err := Load(Source{File: write(t, tc.file), Env: tc.env, Flags: tc.flags})
+		if err != nil || l.Server.InstanceMemoryWait != tc.want {
+			t.Errorf("%q %v %v: %v %v, want %s", tc.file, tc.env, tc.flags, l.Server.InstanceMemoryWait, err, tc.want)
+		}
 	}
 }

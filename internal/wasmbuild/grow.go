@@ -1,6 +1,9 @@
 package wasmbuild
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // GrowWAT is the text of a plugin (ABI v1, one page of memory to start)
 // whose every call grows its linear memory by mib MiB, writes a byte on
@@ -24,4 +27,11 @@ func GrowWAT(mib int) string {
       (local.set $p (i32.add (local.get $p) (i32.const 4096)))
       (br $l)))
     (i64.const 16)))`, mib<<4, mib<<20)
+}
+
+// FixedWAT is GrowWAT's plugin with mib MiB of linear memory from the
+// start and calls that do not grow it: its instances' size is known
+// before they are made (tests of the memory budget's waits use it).
+func FixedWAT(mib int) string {
+	return strings.Replace(GrowWAT(0), `(memory (export "memory") 1)`, fmt.Sprintf(`(memory (export "memory") %d)`, mib<<4), 1)
 }

@@ -1,0 +1,300 @@
+package wasm_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/wasm"
+	"github.com/toolshed/toolshed/internal/wasmbuild"
+)
+
+// fixedPlugins are plugins named after their tools, each instance of which
+// holds the given MiB from the start.
+func fixedPlugins(t *testing.T, mibs map[string]int) *catalog.Snapshot {
+	t.Helper()
+	var specs []spec
+	for name, n := range mibs {
+		specs = append(specs, spec{name: name, module: wasmbuild.WAT(t, []byte(wasmbuild.FixedWAT(n))), tools: []string{name}})
+	}
+	return writePlugins(t, specs...)
+}
+
+// eventually fails the test unless cond holds within a generous deadline
+// (a slow machine must pass): for states other goroutines reach.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still not so after a minute: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// callAsync calls tool in s on its own goroutine; the channel gets its
+// error (or the result's text as one, for a tool error).
+func callAsync(ctx context.Context, s *wasm.Session, snap *catalog.Snapshot, tool string) <-chan error {
+	done := make(chan error, 1)
+	tl, _ := snap.Tool(tool)
+	go func() {
+		res, err := s.Call(ctx, tl, nil)
+		if err == nil && res.IsError {
+			err = errors.New(res.Content)
+		}
+		done <- err
+	}()
+	return done
+}
+
+// result waits for a call started by callAsync (a minute at most: a
+// hang is a failure, not a time asserted).
+func result(t *testing.T, done <-chan error, what string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Minute):
+		t.Fatalf("%s: no answer after a minute", what)
+		return nil
+	}
+}
+
+// holding is a host with a budget of 48 MiB and the given wait, whose
+// session a holds a 32 MiB instance of "fixed"; b holds nothing yet (a
+// second instance does not fit). The host closes with the test.
+func holding(t *testing.T, wait time.Duration) (h *wasm.Host, snap *catalog.Snapshot, a, b *wasm.Session) {
+	t.Helper()
+	snap = fixedPlugins(t, map[string]int{"fixed": 32})
+	h, _ = newHost(t, &wasm.Options{MemoryBudget: 48 << 20, MemoryWait: wait, PoolSize: -1, ReclaimIdle: -1})
+	a, b = h.NewSession(), h.NewSession()
+	if res, err := call(t, a, snap, "fixed", `{}`); err != nil || res.IsError {
+		t.Fatalf("first session: %v %+v", err, res)
+	}
+	return h, snap, a, b
+}
+
+// TestMemoryWaitOff: without Options.MemoryWait, a new instance that
+// finds no room is refused at once (nothing waits), naming the budget.
+func TestMemoryWaitOff(t *testing.T) {
+	h, snap, a, b := holding(t, 0)
+	defer a.Close(context.Background())
+	defer b.Close(context.Background())
+	_, err := call(t, b, snap, "fixed", `{}`)
+	refusedByBudget(t, err, false)
+	if strings.Contains(err.Error(), "waiting") {
+		t.Errorf("refused at once, but the error says it waited: %v", err)
+	}
+	if st := h.MemoryStats(); st.Waits.Started != 0 || st.Wait != 0 || st.Used != 32<<20 {
+		t.Fatalf("%+v", st)
+	}
+}
+
+// TestMemoryWaitServed: with a wait, the second session's call waits for
+// room and is served once the first session closes.
+func TestMemoryWaitServed(t *testing.T) {
+	h, snap, a, b := holding(t, time.Minute)
+	defer b.Close(context.Background())
+	done := callAsync(context.Background(), b, snap, "fixed")
+	eventually(t, "the second call waits", func() bool { return h.MemoryStats().Waits.Waiting == 1 })
+	select {
+	case err := <-done:
+		t.Fatalf("the second call returned (%v) with no room released", err)
+	default:
+	}
+	a.Close(context.Background())
+	if err := result(t, done, "the waiting call"); err != nil {
+		t.Fatalf("the waiting call, after the first session closed: %v", err)
+	}
+	st := h.MemoryStats()
+	if st.Waits.Started != 1 || st.Waits.Served != 1 || st.Waits.Waiting != 0 || st.Used != 32<<20 || st.Waits.Waited <= 0 {
+		t.Fatalf("%+v", st)
+	}
+}
+
+// TestMemoryWaitTenantShare: a session waits for room in its key's share
+// (through the pool: a pooled instance taken by the session waits to be
+// charged to the share), while another key's session is served meanwhile,
+// not held back by it.
+func TestMemoryWaitTenantShare(t *testing.T) {
+	snap := fixedPlugins(t, map[string]int{"fixed": 32})
+	h, _ := newHost(t, &wasm.Options{MemoryBudget: 512 << 20, TenantMemory: 40 << 20, MemoryWait: time.Minute, ReclaimIdle: -1})
+	a1, a2, b := h.NewTenantSession("a"), h.NewTenantSession("a"), h.NewTenantSession("b")
+	defer a2.Close(context.Background())
+	defer b.Close(context.Background())
+	if res, err := call(t, a1, snap, "fixed", `{}`); err != nil || res.IsError {
+		t.Fatalf("a1: %v %+v", err, res)
+	}
+	done := callAsync(context.Background(), a2, snap, "fixed")
+	eventually(t, "a2 waits for key a's share", func() bool { return h.MemoryStats().Waits.Waiting == 1 })
+	if err := result(t, callAsync(context.Background(), b, snap, "fixed"), "key b"); err != nil {
+		t.Fatalf("key b, while a2 waits: %v", err)
+	}
+	a1.Close(context.Background())
+	if err := result(t, done, "a2"); err != nil {
+		t.Fatalf("a2 after a1 closed: %v", err)
+	}
+	if st := h.MemoryStats(); st.ByTenant["a"] != 32<<20 || st.ByTenant["b"] != 32<<20 || st.Waits.Served != 1 {
+		t.Fatalf("%+v", st)
+	}
+}
+
+// TestMemoryWaitExpires: with nothing released, the wait ends and the
+// error names the budget and the wait; nothing is left charged for it.
+func TestMemoryWaitExpires(t *testing.T) {
+	h, snap, a, b := holding(t, 200*time.Millisecond)
+	defer a.Close(context.Background())
+	defer b.Close(context.Background())
+	_, err := call(t, b, snap, "fixed", `{}`)
+	refusedByBudget(t, err, false)
+	var be *wasm.BudgetError
+	if errors.As(err, &be); be.Waited <= 0 || !strings.Contains(err.Error(), "after waiting") {
+		t.Fatalf("the error does not say it waited: %v", err)
+	}
+	st := h.MemoryStats()
+	if st.Waits.Started != 1 || st.Waits.TimedOut != 1 || st.Waits.Waiting != 0 || st.Used != 32<<20 || st.Refused != 1 {
+		t.Fatalf("%+v", st)
+	}
+}
+
+// TestMemoryWaitCancel: a call whose context ends while it waits returns
+// the context's error, and leaves nothing charged: once room is released
+// the session's next call fits.
+func TestMemoryWaitCancel(t *testing.T) {
+	h, snap, a, b := holding(t, time.Minute)
+	defer b.Close(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := callAsync(ctx, b, snap, "fixed")
+	eventually(t, "the second call waits", func() bool { return h.MemoryStats().Waits.Waiting == 1 })
+	cancel()
+	if err := result(t, done, "the cancelled call"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled call: %v, want the context's error", err)
+	}
+	if st := h.MemoryStats(); st.Used != 32<<20 || st.Waits.Cancelled != 1 || st.Waits.Waiting != 0 || st.Refused != 0 {
+		t.Fatalf("after the cancel: %+v", st)
+	}
+	a.Close(context.Background())
+	if res, err := call(t, b, snap, "fixed", `{}`); err != nil || res.IsError {
+		t.Fatalf("after the first session closed: %v %+v", err, res)
+	}
+	b.Close(context.Background())
+	if st := h.MemoryStats(); st.Used != 0 {
+		t.Fatalf("every session closed: %+v", st)
+	}
+}
+
+// TestMemoryWaitOrder: waits are served in arrival order: a small
+// request that would fit is held back behind a larger one that came
+// first, and both are served once room is released.
+func TestMemoryWaitOrder(t *testing.T) {
+	snap := fixedPlugins(t, map[string]int{"big": 48, "small": 16})
+	h, _ := newHost(t, &wasm.Options{MemoryBudget: 64 << 20, MemoryWait: time.Minute, PoolSize: -1, ReclaimIdle: -1})
+	hog, big, small := h.NewSession(), h.NewSession(), h.NewSession()
+	defer big.Close(context.Background())
+	defer small.Close(context.Background())
+	if res, err := call(t, hog, snap, "big", `{}`); err != nil || res.IsError {
+		t.Fatalf("hog: %v %+v", err, res)
+	}
+	bigDone := callAsync(context.Background(), big, snap, "big")
+	eventually(t, "the big call waits", func() bool { return h.MemoryStats().Waits.Waiting == 1 })
+	smallDone := callAsync(context.Background(), small, snap, "small") // 16 MiB are free
+	eventually(t, "the small call waits behind it", func() bool { return h.MemoryStats().Waits.Waiting == 2 })
+	hog.Close(context.Background())
+	for what, done := range map[string]<-chan error{"big": bigDone, "small": smallDone} {
+		if err := result(t, done, what); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	if st := h.MemoryStats(); st.Used != 64<<20 || st.Waits.Served != 2 {
+		t.Fatalf("%+v", st)
+	}
+}
+
+// TestMemoryWaitMany: eight sessions, room for two: every call is served
+// as earlier sessions close, none is lost, the budget is never passed and
+// everything is given back (run with -race).
+func TestMemoryWaitMany(t *testing.T) {
+	const n = 8
+	snap := fixedPlugins(t, map[string]int{"fixed": 32})
+	h, _ := newHost(t, &wasm.Options{MemoryBudget: 80 << 20, MemoryWait: time.Minute, PoolSize: -1, ReclaimIdle: -1})
+	tl, _ := snap.Tool("fixed")
+	served := make(chan *wasm.Session, n)
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			s := h.NewSession()
+			res, err := s.Call(context.Background(), tl, nil)
+			if err == nil && res.IsError {
+				err = errors.New(res.Content)
+			}
+			if err != nil {
+				s.Close(context.Background())
+				errs <- err
+				return
+			}
+			served <- s
+		}()
+	}
+	for i := range n {
+		select {
+		case s := <-served:
+			if st := h.MemoryStats(); st.Used > st.Budget {
+				t.Fatalf("the budget was passed: %+v", st)
+			}
+			if i == 0 {
+				eventually(t, "two are served and the other six wait", func() bool { return h.MemoryStats().Waits.Waiting == n-2 })
+			}
+			s.Close(context.Background())
+		case err := <-errs:
+			t.Fatalf("call %d: %v", i, err)
+		case <-time.After(time.Minute):
+			t.Fatalf("%d calls of %d served; no more after a minute: %+v", i, n, h.MemoryStats())
+		}
+	}
+	st := h.MemoryStats()
+	if st.Used != 0 || len(st.ByTenant) != 0 || st.Waits.Waiting != 0 || st.Waits.Started < n-2 ||
+		st.Waits.Served != st.Waits.Started || st.Waits.TimedOut != 0 || st.Refused != 0 {
+		t.Fatalf("at the end: %+v", st)
+	}
+}
+
+// TestMemoryWaitHostClose: closing the host ends the waits at once.
+func TestMemoryWaitHostClose(t *testing.T) {
+	h, snap, _, b := holding(t, wasm.MaxMemoryWait)
+	done := callAsync(context.Background(), b, snap, "fixed")
+	eventually(t, "the second call waits", func() bool { return h.MemoryStats().Waits.Waiting == 1 })
+	h.Close(context.Background())
+	if err := result(t, done, "the waiting call"); err == nil || !strings.Contains(err.Error(), "host closed") {
+		t.Fatalf("the waiting call as the host closed: %v", err)
+	}
+}
+
+// TestMemoryWaitOption: a wait over MaxMemoryWait is refused.
+func TestMemoryWaitOption(t *testing.T) {
+	if _, err := wasm.New(&wasm.Options{CacheDir: "off", MemoryWait: wasm.MaxMemoryWait + time.Second}); err == nil ||
+		!strings.Contains(err.Error(), "MemoryWait") {
+		t.Fatalf("a wait over the maximum: %v", err)
+	}
+}
+
+// TestMemoryWaitReclaimsFirst: with a wait, an idle session's instance is
+// still reclaimed to make room before anything waits.
+func TestMemoryWaitReclaimsFirst(t *testing.T) {
+	snap := fixedPlugins(t, map[string]int{"fixed": 32})
+	h, _ := newHost(t, &wasm.Options{MemoryBudget: 48 << 20, MemoryWait: time.Minute, PoolSize: -1, ReclaimIdle: 1})
+	idle, busy := h.NewSession(), h.NewSession()
+	defer idle.Close(context.Background())
+	defer busy.Close(context.Background())
+	for _, s := range []*wasm.Session{idle, busy} {
+		if res, err := call(t, s, snap, "fixed", `{}`); err != nil || res.IsError {
+			t.Fatalf("%v %+v", err, res)
+		}
+	}
+	if st := h.MemoryStats(); idle.Instances() != 0 || h.Stats().Reclaimed != 1 || st.Waits.Started != 0 || st.Used != 32<<20 {
+		t.Fatalf("idle holds %d instances, %d reclaimed; %+v", idle.Instances(), h.Stats().Reclaimed, st)
+	}
+}
