@@ -160,6 +160,19 @@ func (ms *session) storeMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if !adopted {
 				ms.save(ctx)
 			}
+		case "logging/setLevel":
+			p, ok := req.GetParams().(*mcp.SetLoggingLevelParams)
+			ms.store.mu.Lock()
+			changed := ok && ms.store.rec != nil && ms.store.rec.LogLevel != string(p.Level)
+			if changed {
+				rec := *ms.store.rec
+				rec.LogLevel = string(p.Level)
+				ms.store.rec = &rec
+			}
+			ms.store.mu.Unlock()
+			if changed {
+				ms.save(ctx)
+			}
 		case "tools/call":
 			ms.store.mu.Lock()
 			changed := ms.store.rec != nil && !slices.Equal(ms.store.rec.Discovered, ms.hs.Discovered())
@@ -244,7 +257,15 @@ func (s *Server) shared(h http.Handler, r *http.Request, sid, tenant string, loc
 		if local.store.rec == nil {
 			local.store.rec = rec
 		}
+		level := ""
+		if rec.LogLevel != "" && local.store.rec.LogLevel != rec.LogLevel {
+			// Set on another replica since: this copy logs at it too.
+			level = rec.LogLevel
+		}
 		local.store.mu.Unlock()
+		if level != "" {
+			s.replay(h, r, local, sid, rec.Protocol, setLevelBody(level), true)
+		}
 		if !subset(local.hs.Discovered(), rec.Discovered) {
 			// Tools it discovered here that the store missed (a save
 			// during an outage): saved now, merged with the record's.
@@ -310,19 +331,7 @@ func (s *Server) adopt(h http.Handler, r *http.Request, sid string, rec *session
 	ms.hs.Rediscover(rec.Discovered)
 	ms.sync()
 
-	replay := func(body string, withID bool) {
-		req := r.Clone(context.WithValue(r.Context(), sessionKey{}, ms))
-		req.Method = http.MethodPost
-		req.Body, req.ContentLength = io.NopCloser(strings.NewReader(body)), int64(len(body))
-		req.Header = http.Header{}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if withID {
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("Mcp-Protocol-Version", rec.Protocol)
-		}
-		h.ServeHTTP(&discardWriter{h: http.Header{}}, req)
-	}
+	replay := func(body string, withID bool) { s.replay(h, r, ms, sid, rec.Protocol, body, withID) }
 	replay(`{"jsonrpc":"2.0","id":"toolshed-adopt","method":"initialize","params":`+string(rec.Initialize)+`}`, false)
 	ss := ms.serverSession()
 	if ss == nil || ss.InitializeParams() == nil || ss.ID() != sid {
@@ -335,6 +344,9 @@ func (s *Server) adopt(h http.Handler, r *http.Request, sid string, rec *session
 		return nil
 	}
 	replay(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, true)
+	if rec.LogLevel != "" {
+		replay(setLevelBody(rec.LogLevel), true)
+	}
 	s.opts.Logger.Info("mcp session adopted from the store", "session", sid, "discovered", len(rec.Discovered))
 	go func() {
 		ss.Wait()
@@ -380,6 +392,30 @@ func (ms *session) serverSession() *mcp.ServerSession {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	return ms.ss
+}
+
+// replay serves body to the session ms (id sid) through h as if its
+// client had sent it, the answer discarded: how a replica rebuilds the
+// SDK's side of a session from the store.
+func (s *Server) replay(h http.Handler, r *http.Request, ms *session, sid, protocol, body string, withID bool) {
+	req := r.Clone(context.WithValue(r.Context(), sessionKey{}, ms))
+	req.Method = http.MethodPost
+	req.Body, req.ContentLength = io.NopCloser(strings.NewReader(body)), int64(len(body))
+	req.Header = http.Header{}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if withID {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", protocol)
+	}
+	h.ServeHTTP(&discardWriter{h: http.Header{}}, req)
+}
+
+// setLevelBody is a logging/setLevel request for level (from the store:
+// encoded, never spliced).
+func setLevelBody(level string) string {
+	p, _ := json.Marshal(map[string]string{"level": level})
+	return `{"jsonrpc":"2.0","id":"toolshed-adopt-level","method":"logging/setLevel","params":` + string(p) + `}`
 }
 
 // discardWriter is the response of a replayed request: kept nowhere.

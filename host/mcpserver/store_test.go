@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolshed/toolshed/host"
 	"github.com/toolshed/toolshed/host/mcpserver"
 	"github.com/toolshed/toolshed/internal/redistest"
 	"github.com/toolshed/toolshed/internal/sessionstore"
@@ -26,6 +27,12 @@ type replica struct {
 
 func replicas(t *testing.T, n int, opts mcpserver.Options, storeURL string, log *slog.Logger) []*replica {
 	t.Helper()
+	return replicasOf(t, n, opts, storeURL, log, func() *host.Host { return testHost(t, nil, "textkit") })
+}
+
+// replicasOf is replicas over the hosts mk makes, one per replica.
+func replicasOf(t *testing.T, n int, opts mcpserver.Options, storeURL string, log *slog.Logger, mk func() *host.Host) []*replica {
+	t.Helper()
 	var out []*replica
 	for range n {
 		st, err := sessionstore.Open(storeURL, &sessionstore.Options{Logger: log, Timeout: 2 * time.Second})
@@ -37,7 +44,7 @@ func replicas(t *testing.T, n int, opts mcpserver.Options, storeURL string, log 
 		o.Store = st
 		o.Logger = log
 		o.Tenant = func(r *http.Request) string { return r.Header.Get("Authorization") }
-		s := mcpserver.New(testHost(t, nil, "textkit"), &o)
+		s := mcpserver.New(mk(), &o)
 		srv := httptest.NewServer(s.Handler())
 		t.Cleanup(srv.Close)
 		out = append(out, &replica{s: s, url: srv.URL, srv: srv})
@@ -371,5 +378,57 @@ func converged(t *testing.T, what string, check func() string) {
 			t.Fatalf("%s: %s", what, last)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestStoreKeepsLogLevel: the client's logging/setLevel travels with the
+// session. Set on A, then A gone: B, adopting the session, sends the
+// plugin's error-level log and holds back its info-level one, as A would
+// have. Set again on C while B holds the session too: B logs at the new
+// level on its next request.
+func TestStoreKeepsLogLevel(t *testing.T) {
+	redis := redistest.Start(t)
+	rs := replicasOf(t, 3, mcpserver.Options{}, redis.URL, nil, func() *host.Host { return clientHost(t, allClient) })
+	a, b, c := rs[0], rs[1], rs[2]
+	setLevel := func(r *replica, sid, level string) {
+		t.Helper()
+		if code, out := call(t, r.url, "key-a", sid, `{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"`+level+`"}}`); code != 200 || strings.Contains(out, "error") {
+			t.Fatalf("setLevel %s: %d %s", level, code, out)
+		}
+	}
+	// logs calls the plugin's clientLog at level and counts the log
+	// messages that reached the client.
+	logs := func(r *replica, sid, level string) int {
+		t.Helper()
+		resp, msgs := keyed(t, "POST", r.url, "key-a", sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"clientLog","arguments":{"level":"`+level+`","message":"m"}}}`)
+		n := 0
+		for _, m := range msgs {
+			if m.Method == "notifications/message" {
+				n++
+			}
+		}
+		if resp.StatusCode != 200 || len(msgs) == 0 || msgs[len(msgs)-1].Error != nil || strings.Contains(string(msgs[len(msgs)-1].Result), `"isError":true`) {
+			t.Fatalf("clientLog %s: %d %+v", level, resp.StatusCode, msgs)
+		}
+		return n
+	}
+	sid, _ := open(t, a.url, "key-a")
+	setLevel(a, sid, "warning")
+	if n := logs(a, sid, "error"); n != 1 {
+		t.Fatalf("error-level log on A: %d messages, want 1", n)
+	}
+	a.srv.CloseClientConnections()
+	a.srv.Close()
+
+	if n := logs(b, sid, "info"); n != 0 {
+		t.Fatalf("info-level log on B under warning: %d messages, want 0", n)
+	}
+	if n := logs(b, sid, "error"); n != 1 {
+		t.Fatalf("error-level log on B: %d messages, want 1 (the level was lost with A)", n)
+	}
+	logs(c, sid, "error") // C adopts it too
+	setLevel(c, sid, "debug")
+	if n := logs(b, sid, "info"); n != 1 {
+		t.Fatalf("info-level log on B after debug was set on C: %d messages, want 1", n)
 	}
 }

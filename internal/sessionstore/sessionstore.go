@@ -53,6 +53,9 @@ type Record struct {
 	// Discovered are the tools tool_search added to the session, in
 	// discovery order (its tools/list: the always-on tools, then these).
 	Discovered []string `json:"discovered"`
+	// LogLevel is the level of the client's last logging/setLevel (""
+	// before one): a replica that adopts the session sets it again.
+	LogLevel string `json:"log_level,omitempty"`
 	// Ended: the session was ended for the fleet (Release); the record
 	// stays until its TTL so that a replica still holding the session in
 	// memory ends it too instead of saving it again.
