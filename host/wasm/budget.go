@@ -67,6 +67,9 @@ type memBudget struct {
 	// server's budget, else that tenant's instances only) before a
 	// refusal; it must not be called with mu held.
 	reclaim func(tenant string, need int64)
+	// nextIdle is when the next instance (of tenant; any for "") will
+	// be idle long enough to be reclaimed; zero: none. Nil: never.
+	nextIdle func(tenant string) time.Time
 	// done is closed when the host closes: waiters give up.
 	done     chan struct{}
 	doneOnce sync.Once

@@ -136,13 +136,39 @@ func (b *memBudget) await(ctx context.Context, w *waiter) error {
 	timer := time.NewTimer(b.wait)
 	defer timer.Stop()
 	var gaveUp error
-	select {
-	case <-w.ready:
-	case <-timer.C:
-	case <-ctx.Done():
-		gaveUp = fmt.Errorf("waiting for room in the plugin memory budget: %w", ctx.Err())
-	case <-b.done:
-		gaveUp = errHostClosed
+	// An instance that turns idle for Options.ReclaimIdle while w waits
+	// is reclaimed then (reclaimAt), not at the next arrival only.
+	var again *time.Timer
+	defer func() {
+		if again != nil {
+			again.Stop()
+		}
+	}()
+wait:
+	for {
+		var reclaimAt <-chan time.Time
+		if at := b.nextReclaim(w); !at.IsZero() {
+			if again == nil {
+				again = time.NewTimer(time.Until(at))
+			} else {
+				again.Reset(time.Until(at))
+			}
+			reclaimAt = again.C
+		}
+		select {
+		case <-w.ready:
+			break wait
+		case <-timer.C:
+			break wait
+		case <-ctx.Done():
+			gaveUp = fmt.Errorf("waiting for room in the plugin memory budget: %w", ctx.Err())
+			break wait
+		case <-b.done:
+			gaveUp = errHostClosed
+			break wait
+		case <-reclaimAt:
+			b.reclaimFor(w)
+		}
 	}
 	waited := time.Since(start)
 	b.mu.Lock()
@@ -166,6 +192,44 @@ func (b *memBudget) await(ctx context.Context, w *waiter) error {
 	be := b.refusal(w.need)
 	be.Waited = waited
 	return be
+}
+
+// nextReclaim is when an instance will have been idle long enough to be
+// reclaimed for w; zero for never (or w is served).
+func (b *memBudget) nextReclaim(w *waiter) time.Time {
+	if b.nextIdle == nil || b.reclaim == nil {
+		return time.Time{}
+	}
+	b.mu.Lock()
+	who, served := b.whose(w), w.served
+	b.mu.Unlock()
+	if served {
+		return time.Time{}
+	}
+	return b.nextIdle(who)
+}
+
+// reclaimFor reclaims idle instances for w, still waiting, and for the
+// requests queued with it.
+func (b *memBudget) reclaimFor(w *waiter) {
+	b.mu.Lock()
+	if w.served {
+		b.mu.Unlock()
+		return
+	}
+	be := b.refusal(w.need)
+	short, who := b.shortfall(be, w), b.whose(w)
+	b.mu.Unlock()
+	b.reclaim(who, short)
+}
+
+// whose is the tenant whose instances may be reclaimed for w: its own
+// when its tenant's share keeps it waiting, else anyone's ("").
+func (b *memBudget) whose(w *waiter) string {
+	if b.refusal(w.need).Tenant {
+		return w.tenant
+	}
+	return ""
 }
 
 // serve grants the waiting requests that fit, in arrival order. A request

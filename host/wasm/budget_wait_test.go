@@ -298,3 +298,25 @@ func TestMemoryWaitReclaimsFirst(t *testing.T) {
 		t.Fatalf("idle holds %d instances, %d reclaimed; %+v", idle.Instances(), h.Stats().Reclaimed, st)
 	}
 }
+
+// TestMemoryWaitReclaimsIdle: an instance whose session turns idle for
+// ReclaimIdle while a call waits for room is reclaimed for that call.
+func TestMemoryWaitReclaimsIdle(t *testing.T) {
+	snap := fixedPlugins(t, map[string]int{"fixed": 32})
+	h, _ := newHost(t, &wasm.Options{MemoryBudget: 48 << 20, MemoryWait: time.Minute, PoolSize: -1, ReclaimIdle: time.Second})
+	idle, waiting := h.NewSession(), h.NewSession()
+	defer idle.Close(context.Background())
+	defer waiting.Close(context.Background())
+	if res, err := call(t, idle, snap, "fixed", `{}`); err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	// Served either way: by the reclaim at arrival (a slow machine) or,
+	// usually, by the one when idle's instance has been idle a second.
+	if err := result(t, callAsync(context.Background(), waiting, snap, "fixed"), "the waiting call"); err != nil {
+		t.Fatalf("the waiting call: %v", err)
+	}
+	if st := h.MemoryStats(); idle.Instances() != 0 || h.Stats().Reclaimed != 1 || st.Used != 32<<20 || st.Waits.TimedOut != 0 {
+		t.Fatalf("idle holds %d instances, %d reclaimed; %+v", idle.Instances(), h.Stats().Reclaimed, st)
+	}
+	t.Logf("waits: %+v", h.MemoryStats().Waits)
+}

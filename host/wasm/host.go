@@ -183,6 +183,7 @@ func New(opts *Options) (*Host, error) {
 		return nil, fmt.Errorf("wasm: MemoryWait %s is over %s", h.opts.MemoryWait, MaxMemoryWait)
 	}
 	h.budget = newMemBudget(h.opts.MemoryBudget, h.opts.TenantMemory, h.opts.MemoryWait, h.reclaim)
+	h.budget.nextIdle = h.nextIdle
 	h.log = h.opts.Logger
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)

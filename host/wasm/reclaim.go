@@ -17,12 +17,7 @@ const defaultReclaimIdle = time.Minute
 // whose instance was reclaimed gets a new one at its next call to the
 // plugin (the plugin's state in it is lost, as after a crash).
 func (h *Host) reclaim(tenant string, need int64) {
-	h.mu.Lock()
-	plugins := make([]*Plugin, 0, len(h.byKey))
-	for _, p := range h.byKey {
-		plugins = append(plugins, p)
-	}
-	h.mu.Unlock()
+	plugins := h.plugins()
 	var freed int64
 	var pooled []*instance
 	type cand struct {
@@ -30,10 +25,7 @@ func (h *Host) reclaim(tenant string, need int64) {
 		used int64
 	}
 	var idle []cand
-	idleFor := h.opts.ReclaimIdle
-	if idleFor == 0 {
-		idleFor = defaultReclaimIdle
-	}
+	idleFor := h.reclaimIdle()
 	cutoff := time.Now().Add(-idleFor).UnixNano()
 	for _, p := range plugins {
 		p.mu.Lock()
@@ -77,4 +69,51 @@ func (h *Host) reclaim(tenant string, need int64) {
 		h.stats.reclaimed.Add(1)
 		h.log.Info("idle session's plugin instance reclaimed for the memory budget", "plugin", in.plugin.name, "memory_mb", n>>20)
 	}
+}
+
+// plugins are the host's plugins now.
+func (h *Host) plugins() []*Plugin {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	plugins := make([]*Plugin, 0, len(h.byKey))
+	for _, p := range h.byKey {
+		plugins = append(plugins, p)
+	}
+	return plugins
+}
+
+// reclaimIdle is Options.ReclaimIdle with its default.
+func (h *Host) reclaimIdle() time.Duration {
+	if h.opts.ReclaimIdle == 0 {
+		return defaultReclaimIdle
+	}
+	return h.opts.ReclaimIdle
+}
+
+// nextIdle is when the next instance of a session (of tenant; of any for
+// "") that is not idle for ReclaimIdle yet will be, unless a call of it
+// comes first: a request waiting for room (budget_wait.go) reclaims again
+// then. Zero when there is none, or ReclaimIdle is negative.
+func (h *Host) nextIdle(tenant string) time.Time {
+	idleFor := h.reclaimIdle()
+	if idleFor < 0 {
+		return time.Time{}
+	}
+	now, next := time.Now().UnixNano(), int64(0)
+	for _, p := range h.plugins() {
+		p.mu.Lock()
+		for _, in := range p.byModule {
+			if in.owner.Load() == nil || in.acct == nil || (tenant != "" && in.acct.owner() != tenant) {
+				continue
+			}
+			if at := in.lastUsed.Load() + int64(idleFor); at > now && (next == 0 || at < next) {
+				next = at
+			}
+		}
+		p.mu.Unlock()
+	}
+	if next == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, next)
 }
