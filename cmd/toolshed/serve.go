@@ -30,6 +30,7 @@ import (
 	"github.com/toolshed/toolshed/host/wasm"
 	"github.com/toolshed/toolshed/internal/config"
 	"github.com/toolshed/toolshed/internal/oci"
+	"github.com/toolshed/toolshed/internal/redisurl"
 	"github.com/toolshed/toolshed/internal/sessionstore"
 	"github.com/toolshed/toolshed/search"
 )
@@ -422,7 +423,14 @@ func newServer(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*server,
 		// The store is not waited for: one that is down at start is
 		// reported by the first session, and limits are per replica
 		// meanwhile.
-		if s.store, err = sessionstore.Open(u, &sessionstore.Options{Logger: log}); err != nil {
+		so := &sessionstore.Options{Logger: log}
+		if ca := cfg.Server.Sessions.CA; ca != "" {
+			if so.RootCAs, err = redisurl.CAPool(ca); err != nil {
+				ag.close()
+				return nil, fmt.Errorf("server.sessions.ca: %w", err)
+			}
+		}
+		if s.store, err = sessionstore.Open(u, so); err != nil {
 			ag.close()
 			return nil, err
 		}

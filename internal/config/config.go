@@ -151,6 +151,9 @@ type Server struct {
 // each process's memory (one replica, or a load balancer with affinity).
 type Sessions struct {
 	Store string `koanf:"store"` // its password is secret
+	// CA is a PEM file of the authorities a rediss:// store's certificate
+	// must chain to; "": the system's.
+	CA string `koanf:"ca"`
 }
 
 // Responses: the Responses API's responses kept in memory, for
@@ -293,6 +296,7 @@ func Defaults() map[string]any {
 		"server.responses.keep":             0,
 		"server.responses.keep_for":         "1h",
 		"server.sessions.store":             "",
+		"server.sessions.ca":                "",
 		"artifacts.max_age":                 "24h",
 		"artifacts.max_mb":                  512,
 		"artifacts.inline_kb":               256,
@@ -548,6 +552,13 @@ func (l *Loaded) check() error {
 	if u := c.Server.Sessions.Store; u != "" {
 		if err := redisurl.Validate(u); err != nil {
 			checks = append(checks, bad("server.sessions.store", "%s: %v", redisurl.Redact(u), err))
+		}
+	}
+	if ca := c.Server.Sessions.CA; ca != "" {
+		if !strings.HasPrefix(c.Server.Sessions.Store, "rediss://") {
+			checks = append(checks, bad("server.sessions.ca", "set, but server.sessions.store is not a rediss:// (TLS) URL"))
+		} else if _, err := redisurl.CAPool(ca); err != nil {
+			checks = append(checks, bad("server.sessions.ca", "%v", err))
 		}
 	}
 	if c.Server.MCP.EvictAfter < 0 {

@@ -131,3 +131,25 @@ func TestInstanceMemoryWait(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionsCA: server.sessions.ca is a PEM file of authorities for a
+// rediss:// store; set without one, unreadable or holding no certificate
+// it is refused, naming the key.
+func TestSessionsCA(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.pem")
+	if err := os.WriteFile(garbage, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ store, ca, want string }{
+		{"redis://127.0.0.1:6379/0", garbage, "server.sessions.ca: set, but server.sessions.store is not a rediss://"},
+		{"", garbage, "server.sessions.ca: set, but"},
+		{"rediss://127.0.0.1:6380/0", filepath.Join(dir, "missing.pem"), "server.sessions.ca: open"},
+		{"rediss://127.0.0.1:6380/0", garbage, "server.sessions.ca: " + garbage + ": no PEM certificate"},
+	} {
+		_, err := Load(Source{Flags: map[string]string{"server.sessions.store": tc.store, "server.sessions.ca": tc.ca}})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("store %q ca %q: %v, want %q", tc.store, tc.ca, err, tc.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,9 +23,14 @@ type Server struct {
 	// one was asked for.
 	Addr, URL string
 
+	// CA is the PEM of the certificate authority that signed a TLS
+	// server's certificate (StartTLS); nil for plain TCP.
+	CA []byte
+
 	t        testing.TB
 	bin      string
 	password string
+	tls      []string // redis-server's TLS arguments
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 }
@@ -36,6 +42,38 @@ func Start(t testing.TB) *Server { return StartWithPassword(t, "") }
 
 // StartWithPassword is Start with requirepass set (password "": none).
 func StartWithPassword(t testing.TB, password string) *Server {
+	t.Helper()
+	s := prepare(t, password)
+	s.Restart()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// StartTLS is Start with TLS only (rediss://): a certificate for
+// 127.0.0.1 signed by a throwaway authority (Server.CA), no plain port,
+// no client certificates asked for.
+func StartTLS(t testing.TB) *Server {
+	t.Helper()
+	s := prepare(t, "")
+	dir := t.TempDir()
+	ca, cert, key := selfSigned(t, "127.0.0.1")
+	for name, b := range map[string][]byte{"ca.pem": ca, "cert.pem": cert, "key.pem": key} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, port, _ := net.SplitHostPort(s.Addr)
+	s.tls = []string{"--port", "0", "--tls-port", port, "--tls-cert-file", filepath.Join(dir, "cert.pem"),
+		"--tls-key-file", filepath.Join(dir, "key.pem"), "--tls-ca-cert-file", filepath.Join(dir, "ca.pem"),
+		"--tls-auth-clients", "no"}
+	s.URL, s.CA = "rediss://"+s.Addr+"/0", ca
+	s.Restart()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// prepare finds redis-server and a free port.
+func prepare(t testing.TB, password string) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -54,8 +92,6 @@ func StartWithPassword(t testing.TB, password string) *Server {
 	if password != "" {
 		s.URL = "redis://:" + password + "@" + addr + "/0"
 	}
-	s.Restart()
-	t.Cleanup(s.Stop)
 	return s
 }
 
@@ -101,6 +137,7 @@ func (s *Server) Restart() {
 	if s.password != "" {
 		args = append(args, "--requirepass", s.password)
 	}
+	args = append(args, s.tls...) // the later --port wins
 	cmd := exec.Command(s.bin, args...)
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = cmd.Stdout

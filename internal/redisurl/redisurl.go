@@ -4,9 +4,11 @@
 package redisurl
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -45,4 +47,19 @@ func Redact(rawURL string) string {
 		return "(not a URL)"
 	}
 	return u.Redacted()
+}
+
+// CAPool reads a PEM file of certificate authorities for rediss:// (a
+// private authority's certificate, as managed stores and self-run TLS
+// give them out).
+func CAPool(path string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("%s: no PEM certificate in it", path)
+	}
+	return pool, nil
 }

@@ -22,6 +22,7 @@ package sessionstore
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -115,6 +116,10 @@ type Options struct {
 	Timeout time.Duration
 	// Logger logs the store going away and coming back; nil: none.
 	Logger *slog.Logger
+	// RootCAs are the authorities a rediss:// server's certificate must
+	// chain to; nil: the system's (SSL_CERT_FILE and SSL_CERT_DIR are
+	// honoured there).
+	RootCAs *x509.CertPool
 }
 
 // Redis is a Store on Redis or Valkey. It is safe for concurrent use.
@@ -190,6 +195,9 @@ func Open(rawURL string, o *Options) (*Redis, error) {
 	opts.MaxRetries = 1
 	opts.DialerRetries = 1
 	opts.DisableIdentity = true // CLIENT SETINFO: older servers and some managed ones refuse it
+	if opts.TLSConfig != nil && oo.RootCAs != nil {
+		opts.TLSConfig.RootCAs = oo.RootCAs
+	}
 	quietLibrary.Do(func() { redis.SetLogger(discard{}) })
 	r := &Redis{c: redis.NewClient(opts), prefix: oo.Prefix, log: oo.Logger, where: Redact(rawURL),
 		errs: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolshed_session_store_errors_total",

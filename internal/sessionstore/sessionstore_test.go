@@ -3,6 +3,7 @@ package sessionstore
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -344,4 +345,50 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)
+}
+
+// TestTLS: rediss:// to a redis-server that speaks TLS only. With its
+// authority among RootCAs the record round-trips; without it the
+// certificate is refused (the system's authorities never signed it); a
+// plain redis:// URL to the TLS port does not get through either.
+func TestTLS(t *testing.T) {
+	srv := redistest.StartTLS(t)
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(srv.CA) {
+		t.Fatal("the test authority's PEM")
+	}
+	ctx := context.Background()
+	r, err := Open(srv.URL, &Options{Timeout: 5 * time.Second, RootCAs: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Ping(ctx); err != nil {
+		t.Fatalf("rediss:// with the authority: %v", err)
+	}
+	want := &Record{Tenant: "k1", Protocol: "2025-06-18", Initialize: []byte(`{}`), Discovered: []string{"a"}, LogLevel: "warning"}
+	if err := r.Save(ctx, "s1", want, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.Touch(ctx, "s1", "k1", time.Minute); err != nil || got == nil || got.LogLevel != "warning" || len(got.Discovered) != 1 {
+		t.Fatalf("over TLS: %+v, %v", got, err)
+	}
+
+	untrusted, err := Open(srv.URL, &Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer untrusted.Close()
+	if err := untrusted.Ping(ctx); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("rediss:// without the authority: %v, want a certificate error", err)
+	}
+
+	plain, err := Open(strings.Replace(srv.URL, "rediss://", "redis://", 1), &Options{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if err := plain.Ping(ctx); err == nil {
+		t.Fatal("plain redis:// to a TLS-only port answered")
+	}
 }
