@@ -100,9 +100,11 @@ type evalRow struct {
 	// Cand is Toolshed's candidate list for the selection model at
 	// tool_search's defaults (6,000 tokens, 400 tools): the share of the
 	// requests with a correct tool in it, over all and over those whose
-	// keyword top 5 holds none (CandMissed of them).
-	Cand, CandMiss float64
-	CandMissed     int
+	// keyword top 5 holds none (CandMissed of them); over those, the
+	// list's mean size in tools and how many of them have a full line.
+	Cand, CandMiss      float64
+	CandMissed          int
+	CandTools, CandFull float64
 }
 
 var evalEngineOrder = []string{"Toolshed", "bleve", "naive BM25"}
@@ -173,6 +175,7 @@ func evalTable(o evalOptions, log func(string)) ([]evalRow, error) {
 						return nil, fmt.Errorf("%s, %d tools: candidates: %w", s.Name, len(c.tools), err)
 					}
 					row.Cand, row.CandMiss, row.CandMissed = cr.RecallAll, cr.Recall, cr.Queries
+					row.CandTools, row.CandFull = cr.MeanTools, cr.MeanFull
 				}
 			}
 			log(fmt.Sprintf("eval: %s, %d tools %s: %v", s.Name, row.Tools, c.shape, fmtRecalls(row)))
@@ -220,7 +223,7 @@ func evalTableOf(rows []evalRow, half evalrun.Half) table {
 		t.head = append(t.head, "Toolshed − bleve", "p50 Toolshed", "p50 bleve", "speed-up")
 	}
 	if hasTS {
-		t.head = append(t.head, "LLM list holds a correct tool: all", "keyword misses")
+		t.head = append(t.head, "LLM list holds a correct tool: all", "keyword misses", "list: tools (full lines)")
 	}
 	for _, r := range rows {
 		shape := r.Shape
@@ -243,7 +246,11 @@ func evalTableOf(rows []evalRow, half evalrun.Half) table {
 				ratio(float64(r.P50["bleve"])/float64(max(r.P50["Toolshed"], 1))))
 		}
 		if hasTS {
-			cells = append(cells, f4(r.Cand), fmt.Sprintf("%s of %d", f4(r.CandMiss), r.CandMissed))
+			list := "—"
+			if r.CandMissed > 0 {
+				list = fmt.Sprintf("%.0f (%.0f)", r.CandTools, r.CandFull)
+			}
+			cells = append(cells, f4(r.Cand), fmt.Sprintf("%s of %d", f4(r.CandMiss), r.CandMissed), list)
 		}
 		t.add(cells...)
 	}

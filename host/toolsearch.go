@@ -364,15 +364,16 @@ func choose(answer string, cands []*catalog.Tool, limit int) []string {
 // candidates is the list the selection model sees, drawn from the whole
 // pool (search.Index.Candidates: keyword hits first, then every plugin in
 // turn) until max tools or budget tokens: the tools, the list's text and
-// its size in tokens. A line that does not fit ends the list.
+// its size in tokens. The first search.CandidateFull tools get full lines,
+// the rest short ones unless the budget has room for more full lines
+// (search.Index.FitCandidates); a line that does not fit ends the list.
 //
 // A pool that fits whole is sent whole, in catalog order, whatever the
 // query: the same bytes for every search of that catalog.
 func (s *Session) candidates(q string, max, budget int) ([]*catalog.Tool, string, int) {
-	var out []*catalog.Tool
-	var list strings.Builder
-	used := 0
 	if len(s.snap.Tools) <= max {
+		var list strings.Builder
+		used := 0
 		for _, t := range s.snap.Tools {
 			line := candidateLine(t)
 			used += countTokens(line)
@@ -381,28 +382,22 @@ func (s *Session) candidates(q string, max, budget int) ([]*catalog.Tool, string
 		if used <= budget {
 			return s.snap.Tools, list.String(), used
 		}
-		list.Reset()
-		used = 0
 	}
-	s.snap.Index.Candidates(q, func(name string) bool {
-		if len(out) >= max {
-			return false
-		}
+	describe := func(name string) (string, bool) {
 		t, ok := s.snap.Tool(name)
 		if !ok {
-			return true
+			return "", false
 		}
-		line := candidateLine(t)
-		n := countTokens(line)
-		if used+n > budget {
-			return false
-		}
-		used += n
+		return t.Spec.Description, true
+	}
+	count := func(line string) (int, error) { return countTokens(line), nil }
+	l, _ := s.snap.Index.FitCandidates(q, max, budget, describe, count) // count never fails
+	out := make([]*catalog.Tool, 0, len(l.Names))
+	for _, name := range l.Names {
+		t, _ := s.snap.Tool(name)
 		out = append(out, t)
-		list.WriteString(line)
-		return true
-	})
-	return out, list.String(), used
+	}
+	return out, l.Text, l.Tokens
 }
 
 // countTokens counts o200k_base tokens, or overestimates them when the

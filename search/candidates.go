@@ -57,7 +57,8 @@ func (ix *Index) Candidates(q string, take func(name string) bool) {
 }
 
 // CandidateLine is one tool as a selection model reads it in a candidate
-// list: "name: first sentence of the description\n".
+// list: "name: first sentence of the description\n" (a list's tail may
+// get CandidateShortLine instead: FitCandidates).
 func CandidateLine(name, description string) string {
 	return name + ": " + FirstSentence(description) + "\n"
 }

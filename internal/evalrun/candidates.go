@@ -7,7 +7,7 @@ import (
 )
 
 // CandidateReport measures the list tool_search sends a selection model
-// (search.Index.Candidates within a token budget), over the queries whose
+// (search.Index.FitCandidates within a token budget), over the queries whose
 // keyword top 5 holds no correct tool: the ones HYBRID exists for.
 type CandidateReport struct {
 	Budget  int `json:"budget_tokens"`
@@ -18,22 +18,39 @@ type CandidateReport struct {
 	// the list (All is their number).
 	RecallAll float64 `json:"recall_all"`
 	All       int     `json:"all"`
-	// MeanTools and MeanTokens are the list's mean size.
+	// MeanTools and MeanTokens are the list's mean size; MeanFull is how
+	// many of its tools have a full line (the others a short one).
 	MeanTools  float64 `json:"mean_tools"`
+	MeanFull   float64 `json:"mean_full_lines"`
 	MeanTokens float64 `json:"mean_tokens"`
 }
 
 // Candidates runs the queries against ix and measures the candidate lists
-// of at most maxTools tools and budget tokens, each tool a
-// search.CandidateLine as tool_search writes it: over the queries keyword
-// search misses, and over all of them.
+// of at most maxTools tools and budget tokens as tool_search builds them
+// (search.Index.FitCandidates): over the queries keyword search misses,
+// and over all of them.
 func Candidates(ix *search.Index, tools []manifest.Tool, queries []Query, maxTools, budget int) (CandidateReport, error) {
 	desc := make(map[string]string, len(tools))
 	for _, t := range tools {
 		desc[t.Name] = t.Description
 	}
+	describe := func(name string) (string, bool) {
+		d, ok := desc[name]
+		return d, ok
+	}
+	cost := map[string]int{} // a line's tokens
+	count := func(line string) (int, error) {
+		n, ok := cost[line]
+		if !ok {
+			var err error
+			if n, err = tokens.Count(line); err != nil {
+				return 0, err
+			}
+			cost[line] = n
+		}
+		return n, nil
+	}
 	r := CandidateReport{Budget: budget, All: len(queries)}
-	cost := map[string]int{} // a tool's line's tokens
 	for _, q := range queries {
 		want := map[string]bool{}
 		for _, t := range q.Tools {
@@ -43,30 +60,11 @@ func Candidates(ix *search.Index, tools []manifest.Tool, queries []Query, maxToo
 		if missed {
 			r.Queries++
 		}
-		var list []string
-		used := 0
-		var err error
-		ix.Candidates(q.Query, func(name string) bool {
-			n, ok := cost[name]
-			if !ok {
-				var e error
-				if n, e = tokens.Count(search.CandidateLine(name, desc[name])); e != nil {
-					err = e
-					return false
-				}
-				cost[name] = n
-			}
-			if len(list) >= maxTools || used+n > budget {
-				return false
-			}
-			used += n
-			list = append(list, name)
-			return true
-		})
+		l, err := ix.FitCandidates(q.Query, maxTools, budget, describe, count)
 		if err != nil {
 			return r, err
 		}
-		in := hit(list, want)
+		in := hit(l.Names, want)
 		if in {
 			r.RecallAll++
 		}
@@ -76,12 +74,13 @@ func Candidates(ix *search.Index, tools []manifest.Tool, queries []Query, maxToo
 		if in {
 			r.Recall++
 		}
-		r.MeanTools += float64(len(list))
-		r.MeanTokens += float64(used)
+		r.MeanTools += float64(len(l.Names))
+		r.MeanFull += float64(l.Full)
+		r.MeanTokens += float64(l.Tokens)
 	}
 	if r.Queries > 0 {
 		n := float64(r.Queries)
-		r.Recall, r.MeanTools, r.MeanTokens = round(r.Recall/n), round(r.MeanTools/n), round(r.MeanTokens/n)
+		r.Recall, r.MeanTools, r.MeanFull, r.MeanTokens = round(r.Recall/n), round(r.MeanTools/n), round(r.MeanFull/n), round(r.MeanTokens/n)
 	}
 	if r.All > 0 {
 		r.RecallAll = round(r.RecallAll / float64(r.All))
