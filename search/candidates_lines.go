@@ -68,11 +68,10 @@ type CandidateList struct {
 // (a name the caller no longer knows); count returns a line's size.
 func (ix *Index) FitCandidates(q string, maxTools, budget int, describe func(name string) (string, bool), count func(line string) (int, error)) (CandidateList, error) {
 	type item struct {
-		name, desc string
-		shortN     int    // the size of its line in the first pass
-		short      bool   // its line is short
-		full       string // its full line, once made
-		fullN      int
+		name, desc  string
+		full        string // the full line
+		fullN, size int    // the full line's size, and the size of the line the tool has
+		short       bool   // the line is short
 	}
 	var items []item
 	var err error
@@ -85,40 +84,41 @@ func (ix *Index) FitCandidates(q string, maxTools, budget int, describe func(nam
 		if !ok {
 			return true
 		}
-		it := item{name: name, desc: d}
-		if len(items) < CandidateFull {
-			it.full = CandidateLine(name, d)
-			it.fullN, err = count(it.full)
-			it.shortN = it.fullN
-		} else {
-			it.short = true
-			it.shortN, err = count(CandidateShortLine(name, d))
-		}
-		if err != nil || used+it.shortN > budget {
+		it := item{name: name, desc: d, full: CandidateLine(name, d)}
+		if it.fullN, err = count(it.full); err != nil {
 			return false
 		}
-		used += it.shortN
+		it.size = it.fullN
+		if len(items) >= CandidateFull {
+			var n int
+			if n, err = count(CandidateShortLine(name, d)); err != nil {
+				return false
+			}
+			if n < it.fullN { // so the list holds every tool full lines would
+				it.size, it.short = n, true
+			}
+		}
+		if used+it.size > budget {
+			return false
+		}
+		used += it.size
 		items = append(items, it)
 		return true
 	})
+	if err != nil {
+		return CandidateList{}, fmt.Errorf("search: candidate list: %w", err)
+	}
 	// Full lines for as many more of the first tools as the budget allows,
 	// in list order.
 	full := min(len(items), CandidateFull)
-	for ; err == nil && full < len(items); full++ {
+	for ; full < len(items); full++ {
 		it := &items[full]
-		it.full = CandidateLine(it.name, it.desc)
-		if it.fullN, err = count(it.full); err != nil {
-			break
-		}
-		extra := it.fullN - it.shortN
+		extra := it.fullN - it.size
 		if used+extra > budget {
 			break
 		}
 		used += extra
-		it.short = false
-	}
-	if err != nil {
-		return CandidateList{}, fmt.Errorf("search: candidate list: %w", err)
+		it.size, it.short = it.fullN, false
 	}
 	l := CandidateList{Names: make([]string, len(items)), Tokens: used, Full: full}
 	var b strings.Builder
