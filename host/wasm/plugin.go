@@ -60,9 +60,11 @@ type Plugin struct {
 	snap      atomic.Pointer[snapshot]
 	capLog    atomic.Pointer[randLog] // the capture in progress
 	// snapPending: the plugin may be snapshotted and no capture was tried
-	// yet; snapMu serialises the capture.
+	// yet; snapLock (one token) serialises the capture. A channel, not a
+	// mutex, so that a call queued behind a capture (which may wait for
+	// room in the memory budget) gives up when its context ends.
 	snapPending atomic.Bool
-	snapMu      sync.Mutex
+	snapLock    chan struct{}
 
 	mu        sync.Mutex
 	pool      []*instance
@@ -95,7 +97,7 @@ const retryAfter = time.Second
 func newPlugin(h *Host, p *catalog.Plugin) (*Plugin, error) {
 	m := p.Manifest
 	pl := &Plugin{host: h, cat: p, name: m.Name, byModule: map[api.Module]*instance{}, schemas: map[string]*toolSchema{},
-		instSem: make(chan struct{}, max(1, cap(h.instSem)/2))}
+		instSem: make(chan struct{}, max(1, cap(h.instSem)/2)), snapLock: make(chan struct{}, 1)}
 	pl.lim = resolve(h.opts.Caps, m, h.log)
 	pl.timeout = pl.lim.timeout
 	mem, out := pl.lim.memory, pl.lim.output
@@ -645,12 +647,12 @@ func (p *Plugin) close(ctx context.Context) error {
 	}
 	p.compileMu.Lock()
 	defer p.compileMu.Unlock()
-	p.snapMu.Lock() // a capture in progress ends first
+	p.snapLock <- struct{}{} // a capture in progress ends first
 	p.snapPending.Store(false)
 	if s := p.snap.Swap(nil); s != nil {
 		s.img.close()
 	}
-	p.snapMu.Unlock()
+	<-p.snapLock
 	if p.runtime != nil {
 		return p.runtime.Close(ctx)
 	}

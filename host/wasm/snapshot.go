@@ -98,8 +98,13 @@ func (p *Plugin) snapshotFor(ctx context.Context) (*snapshot, error) {
 	if !p.snapPending.Load() {
 		return p.snap.Load(), nil
 	}
-	p.snapMu.Lock()
-	defer p.snapMu.Unlock()
+	select {
+	case p.snapLock <- struct{}{}:
+	case <-ctx.Done():
+		// Queued behind another call's capture, and given up.
+		return nil, fmt.Errorf("plugin %q: instantiate: %w", p.name, ctx.Err())
+	}
+	defer func() { <-p.snapLock }()
 	if !p.snapPending.Load() {
 		return p.snap.Load(), nil
 	}
