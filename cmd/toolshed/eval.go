@@ -89,8 +89,8 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "candidates (budget %d tokens, at most 400 tools): %d queries with no correct tool in the keyword top 5; "+
-			"a correct tool in the list for %.4f of them; list: %.1f tools, %.0f tokens on average\n\n",
-			cr.Budget, cr.Queries, cr.Recall, cr.MeanTools, cr.MeanTokens)
+			"a correct tool in the list for %.4f of them; list: %.1f tools (%.1f with their first sentence, the rest name and first words), %.0f tokens on average\n\n",
+			cr.Budget, cr.Queries, cr.Recall, cr.MeanTools, cr.MeanFull, cr.MeanTokens)
 	}
 	reports := []evalrun.Report{rep}
 	if *baseline {
