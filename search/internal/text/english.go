@@ -119,6 +119,16 @@ func splitIdentifier(s string, emit func(start, end int)) {
 	}
 	for i := 1; i < len(s); i++ {
 		prev, cur := kind(s[i-1]), kind(s[i])
+		if s[i] == 's' && prev == 2 && i >= 2 && kind(s[i-2]) == 2 && (i+1 == len(s) || kind(s[i+1]) != 1) {
+			// An acronym's plural: UUIDs, getURLs, APIsList → UUID, URL,
+			// API (not UUI Ds); the s is dropped, as the stemmer would
+			// not know "apis" for a plural.
+			if start < i {
+				emit(start, i)
+			}
+			start = i + 1
+			continue
+		}
 		cut := false
 		switch {
 		case prev == 3 && cur != 3, prev != 3 && cur == 3:
@@ -126,14 +136,18 @@ func splitIdentifier(s string, emit func(start, end int)) {
 		case prev == 1 && cur == 2:
 			cut = true // camelCase
 		case prev == 2 && cur == 2 && i+1 < len(s) && kind(s[i+1]) == 1:
-			cut = true // HTTPServer → HTTP Server
+			// HTTPServer → HTTP Server, unless the lower case that
+			// follows is an acronym's plural s (above).
+			cut = !(s[i+1] == 's' && (i+2 == len(s) || kind(s[i+2]) != 1))
 		}
-		if cut {
+		if cut && start < i {
 			emit(start, i)
 			start = i
 		}
 	}
-	emit(start, len(s))
+	if start < len(s) {
+		emit(start, len(s))
+	}
 }
 
 // asciiLower lowercases ASCII letters, allocating only when it must.

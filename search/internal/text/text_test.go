@@ -61,6 +61,12 @@ func TestAnalyzerASCII(t *testing.T) {
 		{"list-tables", []string{"list", "tabl"}},
 		{"plugin.tool.name", []string{"plugin", "tool", "nam"}},
 		{"XMLParser", []string{"xml", "parser", "xmlparser"}},
+		{"three UUIDs", []string{"three", "uuid"}}, // an acronym's plural is one word
+		{"getURLs", []string{"get", "url", "geturls"}},
+		{"IDs", []string{"id"}},
+		{"the PDFs", []string{"pdf"}},
+		{"listAPIsByTag", []string{"list", "api", "tag", "listapisbytag"}},
+		{"HTTPSConnection", []string{"http", "connection", "httpsconnection"}},
 		{"The weather in Paris", []string{"weather", "paris"}},
 		{"ＳＱＬ　query", []string{"sql", "queri"}}, // full-width ASCII and ideographic space
 		{"a b c", nil}, // single letters and stop words drop
