@@ -39,17 +39,26 @@ const (
 	ftExpanded
 	// ftPeak: the share of the score that the tool's best term gave.
 	ftPeak
+	// ftNameBehind: the tool's name cover less the best name cover among
+	// the candidates whose names match one of the query words its own
+	// name matches (0 for the best of such a group, or a name matching
+	// none): a copy that adds words to a name the request spelt out falls
+	// behind that name, and a tool whose name shares no word with the
+	// request keeps its place.
+	ftNameBehind
 	// NumFeatures is the number of re-rank features (Weights.Rerank).
 	NumFeatures
 )
 
 // FeatureNames name the re-rank features, in Weights.Rerank's order.
-var FeatureNames = [NumFeatures]string{"cover", "name_cover", "name_hit", "length", "expanded", "peak"}
+var FeatureNames = [NumFeatures]string{"cover", "name_cover", "name_hit", "length", "expanded", "peak", "name_behind"}
 
 // features computes the re-rank features of the candidates top for the
 // query terms qs (score and mask as accumulated by search). out must hold
-// len(top) rows.
-func (ix *Index) features(top []int32, qs []queryTerm, score []float32, mask []uint32, sc *scratch, out [][NumFeatures]float32) {
+// len(top) rows. With all false, the features that read the postings
+// (cover, expanded, peak) are left 0 when their weights are.
+func (ix *Index) features(top []int32, qs []queryTerm, score []float32, mask []uint32, sc *scratch, out [][NumFeatures]float32, all bool) {
+	postings := all || ix.rerankW[ftCover] != 0 || ix.rerankW[ftExpanded] != 0 || ix.rerankW[ftPeak] != 0
 	n := float64(len(ix.docs))
 	// Each query term's IDF, once; the query's own terms marked on their
 	// term ids (slot is all zero on entry and is left so).
@@ -80,7 +89,7 @@ func (ix *Index) features(top []int32, qs []queryTerm, score []float32, mask []u
 		raw := score[d]
 		var cover, expanded, peak float32
 		for qi, t := range qs {
-			if qi >= maskTerms || mask[d]&(1<<uint(qi)) == 0 {
+			if !postings || qi >= maskTerms || mask[d]&(1<<uint(qi)) == 0 {
 				continue
 			}
 			c := t.weight * ix.postingWeight(t.id, d)
@@ -112,6 +121,40 @@ func (ix *Index) features(top []int32, qs []queryTerm, score []float32, mask []u
 		}
 		f[ftNameHit] = nameIDF / ownIDF
 		f[ftLength] = float32(math.Log(float64(ix.docLen[d]+1) / (ix.avgLen + 1)))
+	}
+	if all || ix.rerankW[ftNameBehind] != 0 {
+		ix.nameBehind(top, slot, out)
+	}
+}
+
+// nameBehind sets ftNameBehind (see there); slot marks the query's own
+// terms.
+func (ix *Index) nameBehind(top []int32, slot []int32, out [][NumFeatures]float32) {
+	matched := make([][]int32, len(top))
+	for i, d := range top {
+		for _, t := range ix.nameTerms[ix.nameStart[d]:ix.nameStart[d+1]] {
+			if slot[t] > 0 && !containsTerm(matched[i], t) {
+				matched[i] = append(matched[i], t)
+			}
+		}
+	}
+	for x := range top {
+		if len(matched[x]) == 0 {
+			continue
+		}
+		best := out[x][ftNameCover]
+		for y := range top {
+			if out[y][ftNameCover] <= best {
+				continue
+			}
+			for _, t := range matched[y] {
+				if containsTerm(matched[x], t) {
+					best = out[y][ftNameCover]
+					break
+				}
+			}
+		}
+		out[x][ftNameBehind] = out[x][ftNameCover] - best
 	}
 }
 
@@ -151,7 +194,7 @@ func (ix *Index) rerank(top []int32, qs []queryTerm, score []float32, mask []uin
 		sc.feat = make([][NumFeatures]float32, len(top))
 	}
 	feat := sc.feat[:len(top)]
-	ix.features(top, qs, score, mask, sc, feat)
+	ix.features(top, qs, score, mask, sc, feat, false)
 	cs := sc.cands[:0]
 	for range top {
 		cs = append(cs, rerankCand{})
@@ -208,7 +251,7 @@ func (ix *Index) candidateFeatures(query string, depth int) (names []string, sco
 	}
 	top := ix.topK(sc.score, depth, exact, hasExact)
 	feats = make([][NumFeatures]float32, len(top))
-	ix.features(top, qs, sc.score, sc.mask, sc, feats)
+	ix.features(top, qs, sc.score, sc.mask, sc, feats, true)
 	for _, d := range top {
 		names = append(names, ix.docs[d].name)
 		scores = append(scores, float64(sc.score[d]))

@@ -70,6 +70,51 @@ func TestRerankFeatures(t *testing.T) {
 	}
 }
 
+// name_behind: a name that adds words to a name the request spelt out is
+// behind it by the difference of their name covers; the best of the
+// group, and a tool whose name matches no query word, are not behind.
+func TestRerankNameBehind(t *testing.T) {
+	fw := DefaultWeights
+	fw.RerankDepth = 10
+	ix := build(t, []Document{
+		{Name: "scan_isbn", Description: "Look up a book by its ISBN."},
+		{Name: "scan_isbn_books_7", Description: "Look up a book by its ISBN. Books of the week, scan a shelf."},
+		{Name: "GetUserToken", Description: "Get a token for a user: scan the ISBN database on login."},
+		{Name: "isbn_scanner_lookup", Description: "Scan a barcode."},
+	}, &Config{Weights: &fw})
+	f := featuresOf(t, ix, "scan the ISBN of this book")
+	want := map[string]float32{
+		"scan_isbn":           0,           // every name word asked for: the best of its group
+		"scan_isbn_books_7":   0.75 - 1,    // scan, isbn, book(s) of four words
+		"GetUserToken":        0,           // its name matches no query word
+		"isbn_scanner_lookup": 1.0/3.0 - 1, // isbn only (scanner is not scan)
+	}
+	for name, w := range want {
+		got, ok := f[name]
+		if !ok {
+			t.Fatalf("%s is not a candidate", name)
+		}
+		if d := got[ftNameBehind] - w; d > 1e-5 || d < -1e-5 {
+			t.Errorf("%s: name_behind %v, want %v (name cover %v)", name, got[ftNameBehind], w, got[ftNameCover])
+		}
+	}
+	// And the ranking: the copy, first by score, falls below the original
+	// with a weight.
+	for _, weight := range []float64{0, 1} {
+		rw := DefaultWeights
+		rw.RerankDepth = 10
+		rw.Rerank[ftNameBehind] = weight
+		got := top(t, build(t, []Document{
+			{Name: "scan_isbn", Description: "Reads the code on the back cover of a book and returns its title, author and publisher."},
+			{Name: "scan_isbn_shelf_7", Description: "Scan an ISBN: scan ISBN codes. Lists a shelf."},
+		}, &Config{Weights: &rw}), "scan the ISBN", 2)
+		want := map[float64]string{0: "scan_isbn_shelf_7", 1: "scan_isbn"}[weight]
+		if len(got) != 2 || got[0] != want {
+			t.Errorf("weight %v: top 2 = %v, want %s first", weight, got, want)
+		}
+	}
+}
+
 func TestRerankOrders(t *testing.T) {
 	q := "get weather for my city"
 	pw := DefaultWeights
