@@ -133,9 +133,14 @@ var DefaultWeights = Weights{
 	Novel:     0.25,
 	Siblings:  3,
 	Pool:      4,
-	// The learned re-rank is off: its fitted weights (docs/SEARCH.md,
-	// "Ranking") gain 4.1 points on average on the test halves but lose
-	// more than half a point on 8 of 67 cells, which the rule forbids.
+	// The re-rank by one feature, name_behind: among the best 30 by
+	// score, a tool whose name adds words to a name that matches the same
+	// request words falls behind it (docs/SEARCH.md, "What was tried").
+	// The six-feature learned re-rank stays off: its fitted weights gain
+	// 4.1 points on average on the test halves but lose more than half a
+	// point on 8 of 67 cells, which the rule forbids.
+	Rerank:      [NumFeatures]float64{ftNameBehind: 0.15},
+	RerankDepth: 30,
 }
 
 // defaultRerankDepth is how many tools the re-rank sees when
@@ -442,11 +447,12 @@ type scratch struct {
 	terms []queryTerm
 	own   []string
 	label []string // a query term's label, once a hit needs it
-	// feat, idf, cands and mult are rerank's.
+	// feat, idf, cands, mult and best are rerank's.
 	feat  [][NumFeatures]float32
 	idf   []float32
 	cands []rerankCand
 	mult  []float32
+	best  []float32
 	// contrib and used are diversify's.
 	contrib    []float32
 	key, novel []float32

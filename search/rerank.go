@@ -55,10 +55,12 @@ var FeatureNames = [NumFeatures]string{"cover", "name_cover", "name_hit", "lengt
 
 // features computes the re-rank features of the candidates top for the
 // query terms qs (score and mask as accumulated by search). out must hold
-// len(top) rows. With all false, the features that read the postings
-// (cover, expanded, peak) are left 0 when their weights are.
+// len(top) rows. With all false, a feature whose weight is 0 may be left
+// 0 (those that read the postings or the IDFs are).
 func (ix *Index) features(top []int32, qs []queryTerm, score []float32, mask []uint32, sc *scratch, out [][NumFeatures]float32, all bool) {
-	postings := all || ix.rerankW[ftCover] != 0 || ix.rerankW[ftExpanded] != 0 || ix.rerankW[ftPeak] != 0
+	w := &ix.rerankW
+	postings := all || w[ftCover] != 0 || w[ftExpanded] != 0 || w[ftPeak] != 0
+	idfs := postings || w[ftNameHit] != 0
 	n := float64(len(ix.docs))
 	// Each query term's IDF, once; the query's own terms marked on their
 	// term ids (slot is all zero on entry and is left so).
@@ -66,8 +68,11 @@ func (ix *Index) features(top []int32, qs []queryTerm, score []float32, mask []u
 	var ownIDF float32
 	slot := sc.slot
 	for qi, t := range qs {
-		df := float64(ix.start[t.id+1] - ix.start[t.id])
-		v := float32(math.Log(1 + (n-df+0.5)/(df+0.5)))
+		v := float32(1)
+		if idfs {
+			df := float64(ix.start[t.id+1] - ix.start[t.id])
+			v = float32(math.Log(1 + (n-df+0.5)/(df+0.5)))
+		}
 		idf = append(idf, v)
 		if t.source == "" {
 			ownIDF += v
@@ -89,7 +94,10 @@ func (ix *Index) features(top []int32, qs []queryTerm, score []float32, mask []u
 		raw := score[d]
 		var cover, expanded, peak float32
 		for qi, t := range qs {
-			if !postings || qi >= maskTerms || mask[d]&(1<<uint(qi)) == 0 {
+			if !postings {
+				break
+			}
+			if qi >= maskTerms || mask[d]&(1<<uint(qi)) == 0 {
 				continue
 			}
 			c := t.weight * ix.postingWeight(t.id, d)
@@ -120,41 +128,42 @@ func (ix *Index) features(top []int32, qs []queryTerm, score []float32, mask []u
 			f[ftNameCover] = float32(inQuery) / float32(len(names))
 		}
 		f[ftNameHit] = nameIDF / ownIDF
-		f[ftLength] = float32(math.Log(float64(ix.docLen[d]+1) / (ix.avgLen + 1)))
+		if all || ix.rerankW[ftLength] != 0 {
+			f[ftLength] = float32(math.Log(float64(ix.docLen[d]+1) / (ix.avgLen + 1)))
+		}
 	}
 	if all || ix.rerankW[ftNameBehind] != 0 {
-		ix.nameBehind(top, slot, out)
+		ix.nameBehind(top, qs, slot, sc, out)
 	}
 }
 
 // nameBehind sets ftNameBehind (see there); slot marks the query's own
-// terms.
-func (ix *Index) nameBehind(top []int32, slot []int32, out [][NumFeatures]float32) {
-	matched := make([][]int32, len(top))
+// terms (slot[t] is 1 + t's place in qs). Per query term, the best cover
+// among the candidates whose names match it; then per candidate, the best
+// over its matched terms: linear in the candidates.
+func (ix *Index) nameBehind(top []int32, qs []queryTerm, slot []int32, sc *scratch, out [][NumFeatures]float32) {
+	best := sc.best[:0]
+	for range qs {
+		best = append(best, 0)
+	}
+	sc.best = best
 	for i, d := range top {
+		c := out[i][ftNameCover]
 		for _, t := range ix.nameTerms[ix.nameStart[d]:ix.nameStart[d+1]] {
-			if slot[t] > 0 && !containsTerm(matched[i], t) {
-				matched[i] = append(matched[i], t)
+			if k := slot[t]; k > 0 {
+				best[k-1] = max(best[k-1], c)
 			}
 		}
 	}
-	for x := range top {
-		if len(matched[x]) == 0 {
-			continue
-		}
-		best := out[x][ftNameCover]
-		for y := range top {
-			if out[y][ftNameCover] <= best {
-				continue
-			}
-			for _, t := range matched[y] {
-				if containsTerm(matched[x], t) {
-					best = out[y][ftNameCover]
-					break
-				}
+	for i, d := range top {
+		c := out[i][ftNameCover]
+		b := c
+		for _, t := range ix.nameTerms[ix.nameStart[d]:ix.nameStart[d+1]] {
+			if k := slot[t]; k > 0 {
+				b = max(b, best[k-1])
 			}
 		}
-		out[x][ftNameBehind] = out[x][ftNameCover] - best
+		out[i][ftNameBehind] = c - b
 	}
 }
 
