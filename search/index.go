@@ -133,14 +133,15 @@ var DefaultWeights = Weights{
 	Novel:     0.25,
 	Siblings:  3,
 	Pool:      4,
-	// The re-rank by one feature, name_behind: among the best 30 by
-	// score, a tool whose name adds words to a name that matches the same
-	// request words falls behind it (docs/SEARCH.md, "What was tried").
+	// The re-rank by one feature, name_behind: among the best 21 by
+	// score (the diversified top's pool for 5 hits; more when more are
+	// asked for), a tool whose name adds words to a name that matches the
+	// same request words falls behind it (docs/SEARCH.md, "Ranking").
 	// The six-feature learned re-rank stays off: its fitted weights gain
 	// 4.1 points on average on the test halves but lose more than half a
 	// point on 8 of 67 cells, which the rule forbids.
 	Rerank:      [NumFeatures]float64{ftNameBehind: 0.15},
-	RerankDepth: 30,
+	RerankDepth: 21,
 }
 
 // defaultRerankDepth is how many tools the re-rank sees when
