@@ -61,6 +61,10 @@ func (ix *Index) features(top []int32, qs []queryTerm, score []float32, mask []u
 	w := &ix.rerankW
 	postings := all || w[ftCover] != 0 || w[ftExpanded] != 0 || w[ftPeak] != 0
 	idfs := postings || w[ftNameHit] != 0
+	postingTerms := 0 // how many of qs the per-candidate postings loop reads
+	if postings {
+		postingTerms = len(qs)
+	}
 	n := float64(len(ix.docs))
 	// Each query term's IDF, once; the query's own terms marked on their
 	// term ids (slot is all zero on entry and is left so).
@@ -93,10 +97,7 @@ func (ix *Index) features(top []int32, qs []queryTerm, score []float32, mask []u
 		*f = [NumFeatures]float32{}
 		raw := score[d]
 		var cover, expanded, peak float32
-		for qi, t := range qs {
-			if !postings {
-				break
-			}
+		for qi, t := range qs[:postingTerms] {
 			if qi >= maskTerms || mask[d]&(1<<uint(qi)) == 0 {
 				continue
 			}
@@ -128,11 +129,11 @@ func (ix *Index) features(top []int32, qs []queryTerm, score []float32, mask []u
 			f[ftNameCover] = float32(inQuery) / float32(len(names))
 		}
 		f[ftNameHit] = nameIDF / ownIDF
-		if all || ix.rerankW[ftLength] != 0 {
+		if all || w[ftLength] != 0 {
 			f[ftLength] = float32(math.Log(float64(ix.docLen[d]+1) / (ix.avgLen + 1)))
 		}
 	}
-	if all || ix.rerankW[ftNameBehind] != 0 {
+	if all || w[ftNameBehind] != 0 {
 		ix.nameBehind(top, qs, slot, sc, out)
 	}
 }

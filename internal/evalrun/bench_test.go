@@ -103,8 +103,9 @@ func BenchmarkMetaQueryToolshed(b *testing.B) {
 // BenchmarkRanking: one query of the ToolEyes set over a catalog padded to
 // 10,000 tools with the other converted sets' tools, for each stage of the
 // ranking: BM25F alone, with the diversified top, the default (the
-// diversified top after the name_behind re-rank of the best 30), and the
-// six-feature learned re-rank of the best 100 (off by default).
+// diversified top after the name_behind re-rank of its pool: 40 tools for
+// the 10 hits asked for here), and the six-feature learned re-rank of the
+// best 100 (off by default).
 func BenchmarkRanking(b *testing.B) {
 	root := filepath.Join("..", "..", "bench", "testdata", "eval")
 	var sets []NamedSet
