@@ -299,8 +299,11 @@ func Build(docs []Document, cfg *Config) (*Index, error) {
 		if ix.hasFeatures {
 			// The name's words for the re-rank, without the joined
 			// identifier the analyzer adds (no request says
-			// "getweatherforecast").
-			ix.an.Each(nameWords(d.Name), func(t string) {
+			// "getweatherforecast"). Unrecorded: the words of a split
+			// name (a distractor's "books12345") would otherwise stay in
+			// the analyzer's memo and the query word table for good (35
+			// MiB over 100,000 tools).
+			ix.an.EachUnrecorded(nameWords(d.Name), func(t string) {
 				if id, ok := ix.terms[t]; ok {
 					ix.nameTerms = append(ix.nameTerms, id)
 				}

@@ -57,6 +57,17 @@ func (a *Analyzer) Memoize() {
 // Freeze stops recording; the Analyzer is then safe for concurrent use.
 func (a *Analyzer) Freeze() { a.frozen = true }
 
+// EachUnrecorded is Each reading the memo without adding to it: for text
+// whose new words no query is expected to repeat (a memo entry lives as
+// long as the index). Like the recording Each, not for concurrent use
+// before Freeze.
+func (a *Analyzer) EachUnrecorded(s string, emit func(term string)) {
+	was := a.frozen
+	a.frozen = true
+	a.Each(s, emit)
+	a.frozen = was
+}
+
 // Memo calls fn for every recorded ASCII word and its terms, in no order.
 func (a *Analyzer) Memo(fn func(word string, terms []string)) {
 	for w, ts := range a.memo {

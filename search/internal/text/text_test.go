@@ -180,6 +180,27 @@ func TestMemoFrozen(t *testing.T) {
 	}
 }
 
+// TestEachUnrecorded: the same terms as Each, read from the memo where a
+// word is there, and no new word recorded; the memo records again after.
+func TestEachUnrecorded(t *testing.T) {
+	a := &Analyzer{}
+	a.Memoize()
+	a.Terms("weather forecast")
+	n := len(a.memo)
+	var got []string
+	a.EachUnrecorded("weather Books12345 forecast", func(term string) { got = append(got, term) })
+	if want := (&Analyzer{}).Terms("weather Books12345 forecast"); !reflect.DeepEqual(got, want) {
+		t.Fatalf("EachUnrecorded gave %v; Each gives %v", got, want)
+	}
+	if len(a.memo) != n {
+		t.Fatalf("the memo grew from %d to %d words", n, len(a.memo))
+	}
+	a.Terms("Books12345")
+	if len(a.memo) != n+1 {
+		t.Fatalf("the memo stopped recording: %d words, want %d", len(a.memo), n+1)
+	}
+}
+
 func FuzzAnalyzer(f *testing.F) {
 	for _, s := range []string{"executeSql", "查询表结构", "查詢表結構", "帮我用SQL查一下orders表", "getHTTP2Status_v1.2-beta",
 		"ＳＱＬ", "\xff\xfe", "a\u0301b", strings.Repeat("x", 200), "🙂天气🙂weather", "", strings.Repeat("天气预报𠀀", 20)} {
