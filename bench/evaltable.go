@@ -98,13 +98,13 @@ type evalRow struct {
 	Recall5 map[string]float64 // by engine
 	P50     map[string]time.Duration
 	// Cand is Toolshed's candidate list for the selection model at
-	// tool_search's defaults (6,000 tokens, 400 tools): the share of the
+	// tool_search's defaults (6,000 tokens, 1,000 tools): the share of the
 	// requests with a correct tool in it, over all and over those whose
 	// keyword top 5 holds none (CandMissed of them); over those, the
-	// list's mean size in tools and how many of them have a full line.
-	Cand, CandMiss      float64
-	CandMissed          int
-	CandTools, CandFull float64
+	// list's mean size in tools and in lines, and how many lines are full.
+	Cand, CandMiss                 float64
+	CandMissed                     int
+	CandTools, CandLines, CandFull float64
 }
 
 var evalEngineOrder = []string{"Toolshed", "bleve", "naive BM25"}
@@ -170,12 +170,12 @@ func evalTable(o evalOptions, log func(string)) ([]evalRow, error) {
 				}
 				row.Recall5[e.name], row.P50[e.name] = m.Recall5, m.P50
 				if ts, ok := toolshedIndex(built); ok {
-					cr, err := evalrun.Candidates(ts.Index, c.tools, q, 400, 6000)
+					cr, err := evalrun.Candidates(ts.Index, c.tools, q, search.DefaultCandidateTools, search.DefaultCandidateTokens)
 					if err != nil {
 						return nil, fmt.Errorf("%s, %d tools: candidates: %w", s.Name, len(c.tools), err)
 					}
 					row.Cand, row.CandMiss, row.CandMissed = cr.RecallAll, cr.Recall, cr.Queries
-					row.CandTools, row.CandFull = cr.MeanTools, cr.MeanFull
+					row.CandTools, row.CandLines, row.CandFull = cr.MeanTools, cr.MeanLines, cr.MeanFull
 				}
 			}
 			log(fmt.Sprintf("eval: %s, %d tools %s: %v", s.Name, row.Tools, c.shape, fmtRecalls(row)))
@@ -223,7 +223,7 @@ func evalTableOf(rows []evalRow, half evalrun.Half) table {
 		t.head = append(t.head, "Toolshed − bleve", "p50 Toolshed", "p50 bleve", "speed-up")
 	}
 	if hasTS {
-		t.head = append(t.head, "LLM list holds a correct tool: all", "keyword misses", "list: tools (full lines)")
+		t.head = append(t.head, "LLM list holds a correct tool: all", "keyword misses", "list: tools on lines (full)")
 	}
 	for _, r := range rows {
 		shape := r.Shape
@@ -248,7 +248,7 @@ func evalTableOf(rows []evalRow, half evalrun.Half) table {
 		if hasTS {
 			list := "—"
 			if r.CandMissed > 0 {
-				list = fmt.Sprintf("%.0f (%.0f)", r.CandTools, r.CandFull)
+				list = fmt.Sprintf("%.0f on %.0f (%.0f)", r.CandTools, r.CandLines, r.CandFull)
 			}
 			cells = append(cells, f4(r.Cand), fmt.Sprintf("%s of %d", f4(r.CandMiss), r.CandMissed), list)
 		}

@@ -41,10 +41,10 @@ type SearchOptions struct {
 	LLMClient *openai.Client
 	LLMModel  string
 	// MaxCandidates bounds the number of tools in the list sent to the LLM
-	// (default 400).
+	// (default search.DefaultCandidateTools, 1,000).
 	MaxCandidates int
 	// CandidateTokens bounds that list's size in o200k_base tokens
-	// (default 6000). The list is drawn from the whole pool: the query's
+	// (default search.DefaultCandidateTokens, 6,000). The list is drawn from the whole pool: the query's
 	// keyword hits first, then the other tools one plugin at a time
 	// (search.Index.Candidates), until either bound is reached.
 	CandidateTokens int
@@ -69,10 +69,10 @@ func (o SearchOptions) withDefaults() SearchOptions {
 		o.Budget = 8
 	}
 	if o.MaxCandidates <= 0 {
-		o.MaxCandidates = 400
+		o.MaxCandidates = search.DefaultCandidateTools
 	}
 	if o.CandidateTokens <= 0 {
-		o.CandidateTokens = 6000
+		o.CandidateTokens = search.DefaultCandidateTokens
 	}
 	if o.Cut == 0 {
 		o.Cut = search.DefaultCut
@@ -210,7 +210,8 @@ func (s *Session) BeginSearch(args string, canAskLLM bool) (*PendingSearch, Resu
 		p.cands, list, rec.CandidateTokens = s.candidates(query, opts.MaxCandidates, opts.CandidateTokens)
 		rec.Candidates = len(p.cands)
 		if len(p.cands) > 0 {
-			p.System = "You choose tools for a task. Answer with a JSON object only: " +
+			p.System = "You choose tools for a task. Each line of the list is a tool, or several tools that share a description, " +
+				"then what it does. Answer with a JSON object only: " +
 				`{"tools": ["name", ...]}` + fmt.Sprintf(", at most %d names from the list, best first; an empty list if none fits.", limit)
 			p.Prompt = "Task: " + query + "\n\nTools:\n" + list
 			return p, Result{}, rec
@@ -364,9 +365,10 @@ func choose(answer string, cands []*catalog.Tool, limit int) []string {
 // candidates is the list the selection model sees, drawn from the whole
 // pool (search.Index.Candidates: keyword hits first, then every plugin in
 // turn) until max tools or budget tokens: the tools, the list's text and
-// its size in tokens. The first search.CandidateFull tools get full lines,
-// the rest short ones unless the budget has room for more full lines
-// (search.Index.FitCandidates); a line that does not fit ends the list.
+// its size in tokens. Tools with the same first sentence share a line; the
+// first search.CandidateFull lines are full, the rest short unless the
+// budget has room for more full lines (search.Index.FitCandidates); a
+// tool that does not fit ends the list.
 //
 // A pool that fits whole is sent whole, in catalog order, whatever the
 // query: the same bytes for every search of that catalog.

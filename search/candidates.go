@@ -6,8 +6,15 @@ import (
 )
 
 // CandidateDepth is how many keyword hits lead a candidate list (a list
-// is cut at its token budget long before, on a large catalog).
-const CandidateDepth = 400
+// is cut at its token budget before, on a large catalog).
+const CandidateDepth = 1000
+
+// The bounds of a candidate list by default (tool_search's MaxCandidates
+// and CandidateTokens): tools, and o200k_base tokens.
+const (
+	DefaultCandidateTools  = 1000
+	DefaultCandidateTokens = 6000
+)
 
 // Candidates lists tools for a language model to choose from, drawn from
 // the whole index: first the query's keyword hits (up to CandidateDepth,

@@ -20,6 +20,11 @@ const CandidateTailWords = 4
 // and the first CandidateTailWords words of its description's first
 // sentence, "name: first words\n".
 func CandidateShortLine(name, description string) string {
+	return name + shortTail(description)
+}
+
+// shortTail is a short line after the names: ": first words\n".
+func shortTail(description string) string {
 	s := FirstSentence(description)
 	// thirds counts a word as 3 and a Chinese character as 1.
 	thirds, inWord, end := 0, false, len(s)
@@ -42,7 +47,18 @@ func CandidateShortLine(name, description string) string {
 			break
 		}
 	}
-	return name + ": " + strings.Join(strings.Fields(s[:end]), " ") + "\n"
+	return ": " + strings.Join(strings.Fields(s[:end]), " ") + "\n"
+}
+
+// fullTail is a full line after the names: ": first sentence\n".
+func fullTail(description string) string { return ": " + FirstSentence(description) + "\n" }
+
+// summaryKey is what tools must have in common to share a line: their
+// descriptions' first sentences, case, spacing and closing punctuation
+// aside.
+func summaryKey(description string) string {
+	s := strings.ToLower(strings.Join(strings.Fields(FirstSentence(description)), " "))
+	return strings.TrimRight(s, " .。!！?？…:：;；")
 }
 
 // CandidateList is a candidate list fitted to a budget: the tools' names in
@@ -51,85 +67,120 @@ type CandidateList struct {
 	Names  []string
 	Text   string
 	Tokens int
-	// Full is how many of the first tools got their full line; the rest
-	// got a short one.
-	Full int
+	// Lines is the number of lines; Full is how many of the first lines
+	// are full (the rest are short).
+	Lines, Full int
 }
 
 // FitCandidates builds the list a selection model is sent for query q, in
 // the order of Index.Candidates, within maxTools tools and budget units of
-// count (tokens): first as many tools as fit with the first CandidateFull
-// on full lines and the rest on short lines (a line that does not fit
-// ends the list), then full lines for as many more of the first tools as
-// the budget still has room for. So the list holds every tool that a list
-// of full lines only would hold, and more when the budget is tight.
+// count (tokens).
+//
+// Tools whose descriptions have the same first sentence (case, spacing and
+// closing punctuation aside) share one line, "a, b, c: sentence\n", placed
+// where the first of them comes: a family of near-copies costs a name
+// each, not a line each. The first CandidateFull lines are full and the
+// rest short (CandidateShortLine's first words) where that is smaller; a
+// tool that does not fit ends the list. Then, while the budget has room,
+// short lines are made full again, in list order. So the list holds every
+// tool that a list of full lines only would hold, and more when the budget
+// is tight.
 //
 // describe returns a tool's description, or false to leave the tool out
-// (a name the caller no longer knows); count returns a line's size.
-func (ix *Index) FitCandidates(q string, maxTools, budget int, describe func(name string) (string, bool), count func(line string) (int, error)) (CandidateList, error) {
-	type item struct {
-		name, desc  string
-		full        string // the full line
-		fullN, size int    // the full line's size, and the size of the line the tool has
-		short       bool   // the line is short
+// (a name the caller no longer knows); count returns a text's size. A
+// line's size is counted as the sum of its parts (its first name, each
+// further ", name", its tail), which may differ from the joined line's by
+// a unit or so a part.
+func (ix *Index) FitCandidates(q string, maxTools, budget int, describe func(name string) (string, bool), count func(text string) (int, error)) (CandidateList, error) {
+	type line struct {
+		names         []string
+		desc          string // the first tool's description
+		head          int    // the size of the names, "a, b"
+		fullN, shortN int    // the size of the full and the short tail
+		short         bool
 	}
-	var items []item
+	var lines []*line
+	byKey := map[string]*line{}
 	var err error
-	used := 0
+	used, tools := 0, 0
+	size := func(l *line) int {
+		if l.short {
+			return l.head + l.shortN
+		}
+		return l.head + l.fullN
+	}
 	ix.Candidates(q, func(name string) bool {
-		if len(items) >= maxTools {
+		if tools >= maxTools {
 			return false
 		}
 		d, ok := describe(name)
 		if !ok {
 			return true
 		}
-		it := item{name: name, desc: d, full: CandidateLine(name, d)}
-		if it.fullN, err = count(it.full); err != nil {
-			return false
-		}
-		it.size = it.fullN
-		if len(items) >= CandidateFull {
+		key := summaryKey(d)
+		if l, ok := byKey[key]; ok {
 			var n int
-			if n, err = count(CandidateShortLine(name, d)); err != nil {
+			if n, err = count(", " + name); err != nil || used+n > budget {
 				return false
 			}
-			if n < it.fullN { // so the list holds every tool full lines would
-				it.size, it.short = n, true
-			}
+			l.names = append(l.names, name)
+			l.head += n
+			used += n
+			tools++
+			return true
 		}
-		if used+it.size > budget {
+		l := &line{names: []string{name}, desc: d}
+		if l.head, err = count(name); err != nil {
 			return false
 		}
-		used += it.size
-		items = append(items, it)
+		if l.fullN, err = count(fullTail(d)); err != nil {
+			return false
+		}
+		l.shortN = l.fullN
+		if len(lines) >= CandidateFull {
+			var n int
+			if n, err = count(shortTail(d)); err != nil {
+				return false
+			}
+			if n < l.fullN { // so the list holds every tool full lines would
+				l.shortN, l.short = n, true
+			}
+		}
+		if used+size(l) > budget {
+			return false
+		}
+		used += size(l)
+		lines = append(lines, l)
+		byKey[key] = l
+		tools++
 		return true
 	})
 	if err != nil {
 		return CandidateList{}, fmt.Errorf("search: candidate list: %w", err)
 	}
-	// Full lines for as many more of the first tools as the budget allows,
+	// Full lines for as many more of the first lines as the budget allows,
 	// in list order.
-	full := min(len(items), CandidateFull)
-	for ; full < len(items); full++ {
-		it := &items[full]
-		extra := it.fullN - it.size
+	full := min(len(lines), CandidateFull)
+	for ; full < len(lines); full++ {
+		l := lines[full]
+		extra := l.fullN - l.shortN
 		if used+extra > budget {
 			break
 		}
 		used += extra
-		it.size, it.short = it.fullN, false
+		l.short = false
 	}
-	l := CandidateList{Names: make([]string, len(items)), Tokens: used, Full: full}
+	out := CandidateList{Names: make([]string, 0, tools), Tokens: used, Lines: len(lines), Full: full}
 	var b strings.Builder
-	for i, it := range items {
-		l.Names[i] = it.name
-		if it.short {
-			b.WriteString(CandidateShortLine(it.name, it.desc))
+	for _, l := range lines {
+		out.Names = append(out.Names, l.names...)
+		b.WriteString(strings.Join(l.names, ", "))
+		if l.short {
+			b.WriteString(shortTail(l.desc))
 		} else {
-			b.WriteString(it.full)
+			b.WriteString(fullTail(l.desc))
 		}
 	}
-	l.Text = b.String()
-	return l, nil
+	out.Text = b.String()
+	return out, nil
 }

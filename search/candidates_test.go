@@ -165,6 +165,113 @@ func TestFitCandidates(t *testing.T) {
 	}
 }
 
+// TestFitCandidatesGroups: tools whose first sentences match (case,
+// spacing and closing punctuation aside) share a line placed where the
+// first of them comes; the list holds every tool the ungrouped order
+// reaches before it, and more; the text is what Names and the budget say.
+func TestFitCandidatesGroups(t *testing.T) {
+	var docs []Document
+	for i := range 1200 {
+		topic := []string{"stock price", "weather forecast", "flight booking"}[i%3]
+		d := Document{Name: fmt.Sprintf("%sTool%d", strings.ReplaceAll(topic, " ", "_"), i), Plugin: "p",
+			Description: fmt.Sprintf("Looks up the %s for request number %d, with the details a user asks for. More.", topic, i)}
+		if i%4 == 0 { // a family of near-copies: one sentence, cased and ended differently
+			d.Description = []string{"Gets the stock price of a company.", "gets the STOCK price  of a company", "Gets the stock price of a company!"}[i%3] +
+				fmt.Sprintf(" Copy %d.", i)
+		}
+		docs = append(docs, d)
+	}
+	ix := build(t, docs, nil)
+	describe := describeFrom(docs)
+	const budget = 3000
+	l, err := ix.FitCandidates("stock price of a company", 1000, budget, describe, tokenCount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(l.Text, "\n")
+	lines = lines[:len(lines)-1]
+	if len(lines) != l.Lines || l.Lines >= len(l.Names) {
+		t.Fatalf("%d lines of text, Lines %d, %d tools", len(lines), l.Lines, len(l.Names))
+	}
+	family := 0
+	var listed []string
+	for _, line := range lines {
+		names, _, ok := strings.Cut(line, ": ")
+		if !ok {
+			t.Fatalf("line %q has no \": \"", line)
+		}
+		group := strings.Split(names, ", ")
+		listed = append(listed, group...)
+		if len(group) > 1 {
+			family++
+			for _, n := range group {
+				if d, _ := describe(n); summaryKey(d) != "gets the stock price of a company" {
+					t.Fatalf("%s (%q) shares the line %q", n, d, line)
+				}
+			}
+		}
+	}
+	if family != 1 || !slices.Equal(listed, l.Names) {
+		t.Fatalf("%d lines of several tools; names on the lines %v…, Names %v…", family, listed[:5], l.Names[:5])
+	}
+	if n, _ := tokens.Count(l.Text); l.Tokens > budget || n > budget+len(l.Names) {
+		t.Fatalf("%d tokens counted, %d in the text; budget %d", l.Tokens, n, budget)
+	}
+	// The family's line stands where its first tool comes in the order,
+	// and every tool the order reaches before the list's last is listed.
+	order := allCandidates(ix, "stock price of a company")
+	in := map[string]bool{}
+	for _, n := range l.Names {
+		in[n] = true
+	}
+	last := 0
+	for i, n := range order {
+		if in[n] {
+			last = i
+		}
+	}
+	for _, n := range order[:last] {
+		if !in[n] {
+			t.Fatalf("%s comes before the list's last tool but is not listed", n)
+		}
+	}
+	if len(l.Names) <= l.Lines+50 {
+		t.Fatalf("%d tools on %d lines: the family did not share", len(l.Names), l.Lines)
+	}
+	// Ungrouped, the same budget holds fewer tools.
+	var plain []Document
+	for i, d := range docs {
+		d.Description = fmt.Sprintf("Distinct %d: ", i) + d.Description
+		plain = append(plain, d)
+	}
+	if p, _ := build(t, plain, nil).FitCandidates("stock price of a company", 1000, budget, describeFrom(plain), tokenCount); len(p.Names) >= len(l.Names) {
+		t.Fatalf("ungrouped: %d tools; grouped: %d", len(p.Names), len(l.Names))
+	}
+}
+
+// TestFitCandidatesNoDescriptions: a catalog of tools without a
+// description (hostile or careless) makes one line of names, cut by the
+// budget and the tool bound, and quickly.
+func TestFitCandidatesNoDescriptions(t *testing.T) {
+	docs := make([]Document, 5000)
+	for i := range docs {
+		docs[i] = Document{Name: fmt.Sprintf("tool%d", i), Plugin: "p"}
+	}
+	ix := build(t, docs, nil)
+	for _, c := range []struct{ max, budget int }{{1000, 6000}, {5000, 1000}, {10, 6000}} {
+		l, err := ix.FitCandidates("anything", c.max, c.budget, describeFrom(docs), tokenCount)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Lines != 1 || len(l.Names) == 0 || len(l.Names) > c.max || l.Tokens > c.budget || strings.Count(l.Text, "\n") != 1 {
+			t.Fatalf("max %d, budget %d: %d tools on %d lines, %d tokens", c.max, c.budget, len(l.Names), l.Lines, l.Tokens)
+		}
+		if n, _ := tokens.Count(l.Text); n > c.budget+len(l.Names) {
+			t.Fatalf("max %d, budget %d: the text is %d tokens", c.max, c.budget, n)
+		}
+	}
+}
+
 // BenchmarkCandidates is the cost of one candidate list on a catalog of
 // 10,000 tools: the order alone, the list of full lines as tool_search
 // built it before (each line counted, until 6,000 tokens or 400 tools),

@@ -84,13 +84,13 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	rep.Engine, rep.Tools = "toolshed", len(tools)
 	rep.IndexMS, rep.HeapMB = ms(dur), round2(heap)
 	if *cands > 0 {
-		cr, err := evalrun.Candidates(ts.(evalrun.Toolshed).Index, tools, queries, 400, *cands)
+		cr, err := evalrun.Candidates(ts.(evalrun.Toolshed).Index, tools, queries, search.DefaultCandidateTools, *cands)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "candidates (budget %d tokens, at most 400 tools): %d queries with no correct tool in the keyword top 5; "+
-			"a correct tool in the list for %.4f of them; list: %.1f tools (%.1f with their first sentence, the rest name and first words), %.0f tokens on average\n\n",
-			cr.Budget, cr.Queries, cr.Recall, cr.MeanTools, cr.MeanFull, cr.MeanTokens)
+		fmt.Fprintf(stdout, "candidates (budget %d tokens, at most %d tools): %d queries with no correct tool in the keyword top 5; "+
+			"a correct tool in the list for %.4f of them; list: %.1f tools on %.1f lines (%.1f with the first sentence, the rest with first words), %.0f tokens on average\n\n",
+			cr.Budget, search.DefaultCandidateTools, cr.Queries, cr.Recall, cr.MeanTools, cr.MeanLines, cr.MeanFull, cr.MeanTokens)
 	}
 	reports := []evalrun.Report{rep}
 	if *baseline {

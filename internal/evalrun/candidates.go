@@ -18,9 +18,11 @@ type CandidateReport struct {
 	// the list (All is their number).
 	RecallAll float64 `json:"recall_all"`
 	All       int     `json:"all"`
-	// MeanTools and MeanTokens are the list's mean size; MeanFull is how
-	// many of its tools have a full line (the others a short one).
+	// MeanTools, MeanLines and MeanTokens are the list's mean size (tools
+	// sharing a first sentence share a line); MeanFull is how many of its
+	// lines are full (the others short).
 	MeanTools  float64 `json:"mean_tools"`
+	MeanLines  float64 `json:"mean_lines"`
 	MeanFull   float64 `json:"mean_full_lines"`
 	MeanTokens float64 `json:"mean_tokens"`
 }
@@ -75,12 +77,13 @@ func Candidates(ix *search.Index, tools []manifest.Tool, queries []Query, maxToo
 			r.Recall++
 		}
 		r.MeanTools += float64(len(l.Names))
+		r.MeanLines += float64(l.Lines)
 		r.MeanFull += float64(l.Full)
 		r.MeanTokens += float64(l.Tokens)
 	}
 	if r.Queries > 0 {
 		n := float64(r.Queries)
-		r.Recall, r.MeanTools, r.MeanFull, r.MeanTokens = round(r.Recall/n), round(r.MeanTools/n), round(r.MeanFull/n), round(r.MeanTokens/n)
+		r.Recall, r.MeanTools, r.MeanLines, r.MeanFull, r.MeanTokens = round(r.Recall/n), round(r.MeanTools/n), round(r.MeanLines/n), round(r.MeanFull/n), round(r.MeanTokens/n)
 	}
 	if r.All > 0 {
 		r.RecallAll = round(r.RecallAll / float64(r.All))
