@@ -160,14 +160,14 @@ func TestServeMemoryWait(t *testing.T) {
 		}
 		return cs
 	}
-	// The first session holds its instance before the second exists: a
-	// discovery prepares an instance in the background, so two sessions
-	// opened together race for the room, and the loser's call would wait.
-	first := open()
+	// Both sessions discover hog, so both prepare an instance in the
+	// background and race for the room of one: whichever wins, the
+	// first session's call is served (a prepared instance never called
+	// yields its room to a call: wasm.Session.Prepare).
+	first, second := open(), open()
 	if text, isErr := callText(t, first, "hog", map[string]any{}); isErr || text != "ok" {
 		t.Fatalf("the first session's 48 MiB: %q (error %v)", text, isErr)
 	}
-	second := open()
 	type answer struct {
 		res *mcp.CallToolResult
 		err error

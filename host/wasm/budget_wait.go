@@ -40,6 +40,10 @@ type waiter struct {
 // may not wait (a pool refill) does not pass the ones that do. ctx nil is
 // growth: it never queues, and takes what fits.
 func (b *memBudget) take(ctx context.Context, nd need, reclaim bool) error {
+	spec := isSpeculative(ctx)
+	if spec {
+		reclaim = false // it waits and reclaims for no one: like a refill
+	}
 	queued := ctx != nil && b.wait > 0
 	w := &waiter{need: nd}
 	b.mu.Lock()
@@ -101,9 +105,26 @@ func (b *memBudget) take(ctx context.Context, nd need, reclaim bool) error {
 	if queued {
 		b.dequeue(w)
 	}
-	b.refused++
+	if !spec { // a preparation not made is no request refused
+		b.refused++
+	}
 	return b.refusal(nd)
 }
+
+// speculativeKey marks the context of an instance made ahead of any call
+// (Session.Prepare).
+type speculativeKey struct{}
+
+// speculative returns ctx marked so that the instance made under it takes
+// room only where there is some now, in arrival order: it neither waits
+// for room nor reclaims other instances, and is not counted as refused.
+// Until its first call such an instance is itself reclaimable at once
+// (Session.instance), so it never holds room a real call needs.
+func speculative(ctx context.Context) context.Context {
+	return context.WithValue(ctx, speculativeKey{}, true)
+}
+
+func isSpeculative(ctx context.Context) bool { return ctx != nil && ctx.Value(speculativeKey{}) != nil }
 
 // shortfall is how many bytes must be freed for self, refused with be,
 // and for every other request queued for the same room (the server's

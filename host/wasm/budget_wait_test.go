@@ -320,3 +320,38 @@ func TestMemoryWaitReclaimsIdle(t *testing.T) {
 	}
 	t.Logf("waits: %+v", h.MemoryStats().Waits)
 }
+
+// TestPrepareYieldsToCalls: an instance prepared ahead of any call (a
+// discovery's Session.Prepare) takes only room there is: with none, the
+// preparation neither waits nor reclaims, and is not counted as refused;
+// and until its first call a prepared instance yields its room to another
+// session's call, which reclaims it at once (ReclaimIdle is an hour
+// here). The session whose instance went gets a new one at its call,
+// waiting for room as any call does.
+func TestPrepareYieldsToCalls(t *testing.T) {
+	snap := fixedPlugins(t, map[string]int{"fixed": 32})
+	h, _ := newHost(t, &wasm.Options{MemoryBudget: 48 << 20, MemoryWait: time.Minute, PoolSize: -1, ReclaimIdle: time.Hour})
+	a, b := h.NewSession(), h.NewSession()
+	defer b.Close(context.Background())
+	tl, _ := snap.Tool("fixed")
+	b.Prepare(tl.Plugin)
+	eventually(t, "b's prepared instance", func() bool { return b.Instances() == 1 })
+	a.Prepare(tl.Plugin) // no room: not made, and nothing waits
+	if err := result(t, callAsync(context.Background(), a, snap, "fixed"), "a's call"); err != nil {
+		t.Fatalf("a's call, with b's instance prepared but never called: %v", err)
+	}
+	st := h.MemoryStats()
+	if b.Instances() != 0 || a.Instances() != 1 || h.Stats().Reclaimed != 1 || st.Waits.Started != 0 || st.Refused != 0 || st.Used != 32<<20 {
+		t.Fatalf("a holds %d, b %d instances; %d reclaimed; %+v", a.Instances(), b.Instances(), h.Stats().Reclaimed, st)
+	}
+	// b's call now waits for a's instance, which was called: not taken.
+	done := callAsync(context.Background(), b, snap, "fixed")
+	eventually(t, "b's call waits", func() bool { return h.MemoryStats().Waits.Waiting == 1 })
+	if a.Instances() != 1 || h.Stats().Reclaimed != 1 {
+		t.Fatalf("a's called instance was reclaimed for b: a holds %d, %d reclaimed", a.Instances(), h.Stats().Reclaimed)
+	}
+	a.Close(context.Background())
+	if err := result(t, done, "b's waiting call"); err != nil {
+		t.Fatalf("b's call, after a closed: %v", err)
+	}
+}

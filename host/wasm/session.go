@@ -102,7 +102,11 @@ func (s *Session) CallResult(ctx context.Context, tool *catalog.Tool, args json.
 
 // Prepare compiles a plugin and readies this session's instance of it in
 // the background, so that the first call does not wait. Errors surface on
-// that call.
+// that call. The preparation is speculative: it takes room in the memory
+// budget only where there is some now (it neither waits nor reclaims), and
+// until its first call the instance is the first reclaimed when another
+// call needs the room, whatever Options.ReclaimIdle says (ReclaimIdle
+// negative turns reclaiming off for it too).
 func (s *Session) Prepare(p *catalog.Plugin) {
 	pl, err := s.host.Plugin(p)
 	if err != nil {
@@ -119,7 +123,9 @@ func (s *Session) Prepare(p *catalog.Plugin) {
 	pl.mu.Unlock()
 	go func() {
 		defer s.host.bg.Done()
-		if _, err := s.instance(context.Background(), pl); err != nil {
+		// Speculative: no wait for room and no reclaim for a call that
+		// may never come; the instance is reclaimable until its first call.
+		if _, err := s.instance(speculative(context.Background()), pl); err != nil {
 			s.host.log.Debug("prepare failed", "plugin", pl.name, "error", err)
 		}
 		pl.refill()
@@ -174,7 +180,11 @@ func (s *Session) instance(ctx context.Context, p *Plugin) (*instance, error) {
 	in.mu.Lock() // no call runs on it yet; the lock publishes the fields
 	in.quota = q
 	in.owner.Store(s)
-	in.lastUsed.Store(time.Now().UnixNano())
+	if isSpeculative(ctx) {
+		in.lastUsed.Store(0) // never used: the first to reclaim (reclaim.go)
+	} else {
+		in.lastUsed.Store(time.Now().UnixNano())
+	}
 	in.mu.Unlock()
 	s.insts[p] = in
 	return in, nil
