@@ -378,7 +378,9 @@ func (s *Session) candidates(q string, max, budget int) ([]*catalog.Tool, string
 		used := 0
 		for _, t := range s.snap.Tools {
 			line := candidateLine(t)
-			used += countTokens(line)
+			if used += countTokens(line); used > budget {
+				break // it does not fit whole: no need to count the rest
+			}
 			list.WriteString(line)
 		}
 		if used <= budget {

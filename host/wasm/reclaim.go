@@ -56,7 +56,9 @@ func (h *Host) reclaim(tenant string, need int64) {
 		if !in.mu.TryLock() {
 			continue // a call runs on it: not idle after all
 		}
-		if in.dead {
+		if in.dead || in.lastUsed.Load() != c.used {
+			// Dead, or a call ran on it since it was picked (a call
+			// marks lastUsed when it ends): not idle after all.
 			in.mu.Unlock()
 			continue
 		}
