@@ -226,6 +226,16 @@ func (b *memBudget) tenantAccount(tenant string) *memAccount {
 	return &memAccount{b: b, tenant: tenant, assigned: true, reclaim: true}
 }
 
+// speculativeAccount is tenantAccount for an instance made ahead of any
+// call (Session.Prepare): until claim, its growth reclaims nothing.
+func (b *memBudget) speculativeAccount(tenant string) *memAccount {
+	a := b.tenantAccount(tenant)
+	if a != nil {
+		a.reclaim = false
+	}
+	return a
+}
+
 // reserve charges the memory an instance is about to be made with, before
 // it is made: wazero cannot be refused the first allocation. With a wait
 // (Options.MemoryWait), an instance of a session (or a snapshot's
@@ -306,9 +316,20 @@ func (a *memAccount) assign(ctx context.Context, tenant string) error {
 		return err
 	}
 	a.mu.Lock()
-	a.tenant, a.assigned, a.reclaim = tenant, true, true
+	a.tenant, a.assigned, a.reclaim = tenant, true, !isSpeculative(ctx)
 	a.mu.Unlock()
 	return nil
+}
+
+// claim marks the account's instance as serving calls: its growth may
+// reclaim idle instances from now on (a speculative one's did not).
+func (a *memAccount) claim() {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	a.reclaim = true
+	a.mu.Unlock()
 }
 
 // free releases everything the account holds; later growth is refused.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -53,7 +54,9 @@ func (b *memBudget) take(ctx context.Context, nd need, reclaim bool) error {
 	case never:
 		// More than the whole budget or share: no wait would help, and
 		// it would hold every later request back.
-		b.refused++
+		if !spec {
+			b.refused++
+		}
 		err := b.refusal(nd)
 		b.mu.Unlock()
 		return err
@@ -125,6 +128,23 @@ func speculative(ctx context.Context) context.Context {
 }
 
 func isSpeculative(ctx context.Context) bool { return ctx != nil && ctx.Value(speculativeKey{}) != nil }
+
+// kick reclaims for the requests waiting now, one after the other until
+// the queue is served or nothing more can be freed for it: an instance
+// that became reclaimable (a prepared one, now held by its session) may
+// make their room, and no release would tell them. It must not be called
+// with mu held.
+func (b *memBudget) kick() {
+	if b == nil || b.reclaim == nil {
+		return
+	}
+	b.mu.Lock()
+	queue := slices.Clone(b.waiters)
+	b.mu.Unlock()
+	for _, w := range queue {
+		b.reclaimFor(w) // nothing for a waiter served meanwhile
+	}
+}
 
 // shortfall is how many bytes must be freed for self, refused with be,
 // and for every other request queued for the same room (the server's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -353,5 +354,61 @@ func TestPrepareYieldsToCalls(t *testing.T) {
 	a.Close(context.Background())
 	if err := result(t, done, "b's waiting call"); err != nil {
 		t.Fatalf("b's call, after a closed: %v", err)
+	}
+}
+
+// TestPreparedWhileCallWaits: a call that queues for room while another
+// session's prepared instance is still being made (charged, but not yet
+// held, so not reclaimable) is served once that instance lands: the
+// landing reclaims for the queue. Without that, the call would wait its
+// whole MemoryWait, since no release comes.
+func TestPreparedWhileCallWaits(t *testing.T) {
+	snap := fixedPlugins(t, map[string]int{"fixed": 32})
+	made, land := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	opts := &wasm.Options{MemoryBudget: 48 << 20, MemoryWait: wasm.MaxMemoryWait, PoolSize: -1, ReclaimIdle: time.Hour}
+	wasm.SetPrepared(opts, func() {
+		once.Do(func() { close(made) })
+		<-land
+	})
+	h, _ := newHost(t, opts)
+	a, b := h.NewSession(), h.NewSession()
+	defer a.Close(context.Background())
+	defer b.Close(context.Background())
+	tl, _ := snap.Tool("fixed")
+	b.Prepare(tl.Plugin)
+	<-made // b's instance holds 32 MiB and is no session's yet
+	done := callAsync(context.Background(), a, snap, "fixed")
+	eventually(t, "a's call waits", func() bool { return h.MemoryStats().Waits.Waiting == 1 })
+	close(land)
+	if err := result(t, done, "a's call"); err != nil {
+		t.Fatalf("a's call, after b's prepared instance landed: %v", err)
+	}
+	st := h.MemoryStats()
+	if a.Instances() != 1 || b.Instances() != 0 || h.Stats().Reclaimed != 1 || st.Refused != 0 || st.Waits.Served != 1 {
+		t.Fatalf("a holds %d, b %d instances; %d reclaimed; %+v", a.Instances(), b.Instances(), h.Stats().Reclaimed, st)
+	}
+}
+
+// TestPreparedRefusedKeepsPool: a preparation that finds no room in its
+// tenant's share leaves the plugin's pooled instance in the pool (no call
+// was refused), and counts no refusal.
+func TestPreparedRefusedKeepsPool(t *testing.T) {
+	snap := fixedPlugins(t, map[string]int{"fixed": 32})
+	h, logs := newHost(t, &wasm.Options{MemoryBudget: 256 << 20, TenantMemory: 48 << 20, PoolSize: 1, ReclaimIdle: -1})
+	a, b := h.NewTenantSession("t"), h.NewTenantSession("t")
+	defer a.Close(context.Background())
+	defer b.Close(context.Background())
+	if res, err := call(t, a, snap, "fixed", `{}`); err != nil || res.IsError {
+		t.Fatalf("a's call: %v %+v", err, res)
+	}
+	eventually(t, "the pool refilled", func() bool { return h.MemoryStats().Used == 64<<20 })
+	before := h.Stats()
+	tl, _ := snap.Tool("fixed")
+	b.Prepare(tl.Plugin)
+	eventually(t, "b's preparation ended", func() bool { return strings.Contains(logs.String(), "prepare failed") })
+	st, after := h.MemoryStats(), h.Stats()
+	if b.Instances() != 0 || st.Refused != 0 || st.Used != 64<<20 || after.Instantiations != before.Instantiations {
+		t.Fatalf("b holds %d; %+v; instantiations %d → %d", b.Instances(), st, before.Instantiations, after.Instantiations)
 	}
 }

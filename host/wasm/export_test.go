@@ -20,3 +20,7 @@ func HoldCompileSlots(h *Host) (release func()) {
 		}
 	}
 }
+
+// SetPrepared makes o's host run f after a session's speculative instance
+// (Session.Prepare) is made and before the session holds it.
+func SetPrepared(o *Options, f func()) { o.prepared = f }

@@ -129,6 +129,10 @@ type Options struct {
 	// reseedSource replaces crypto/rand for re-seeding restored
 	// instances (tests: the known-answer check).
 	reseedSource io.Reader
+	// prepared, when set, runs after a speculative instance (Prepare) is
+	// made and before its session holds it (tests: the window in which
+	// it is charged to the budget but cannot be reclaimed yet).
+	prepared func()
 }
 
 // Host runs plugins. It is safe for concurrent use.

@@ -582,13 +582,21 @@ func (p *Plugin) take(ctx context.Context, tenant string) (*instance, error) {
 	if in != nil {
 		p.host.stats.poolHits.Add(1)
 		if err := in.acct.assign(ctx, tenant); err != nil {
-			in.close(context.Background())
+			if isSpeculative(ctx) {
+				p.repool(in) // no call was refused: the pool keeps it
+			} else {
+				in.close(context.Background())
+			}
 			return nil, fmt.Errorf("plugin %q: %w", p.name, err)
 		}
 	} else {
 		p.host.stats.poolMisses.Add(1)
+		acct := p.host.budget.tenantAccount(tenant)
+		if isSpeculative(ctx) {
+			acct = p.host.budget.speculativeAccount(tenant)
+		}
 		var err error
-		if in, err = p.instantiateAs(ctx, p.host.budget.tenantAccount(tenant)); err != nil {
+		if in, err = p.instantiateAs(ctx, acct); err != nil {
 			p.refill()
 			return nil, err
 		}
@@ -634,6 +642,20 @@ func (p *Plugin) refill() {
 			p.mu.Unlock()
 		}
 	}()
+}
+
+// repool gives back a pooled instance taken for nothing, unless the pool
+// has filled meanwhile or the plugin closed or was retired: then it
+// closes.
+func (p *Plugin) repool(in *instance) {
+	p.mu.Lock()
+	if !p.closed && p.retiredAt.IsZero() && len(p.pool) < p.host.opts.PoolSize {
+		p.pool = append(p.pool, in)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	in.close(context.Background())
 }
 
 func (p *Plugin) close(ctx context.Context) error {

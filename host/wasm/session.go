@@ -144,6 +144,9 @@ func (s *Session) instance(ctx context.Context, p *Plugin) (*instance, error) {
 		}
 		if in, ok := s.insts[p]; ok {
 			s.mu.Unlock()
+			if !isSpeculative(ctx) {
+				in.acct.claim() // a prepared instance serves calls from now on
+			}
 			return in, nil
 		}
 		wait, busy := s.taking[p]
@@ -161,6 +164,22 @@ func (s *Session) instance(ctx context.Context, p *Plugin) (*instance, error) {
 	s.taking[p] = done
 	s.mu.Unlock()
 	in, err := p.take(ctx, s.tenant)
+	spec := isSpeculative(ctx)
+	if spec && err == nil && s.host.opts.prepared != nil {
+		s.host.opts.prepared()
+	}
+	in, err = s.hold(p, in, err, done, spec)
+	if spec && err == nil {
+		// Calls that queued for room while this instance was being made
+		// could not reclaim it then; now they can.
+		s.host.budget.kick()
+	}
+	return in, err
+}
+
+// hold ends a take of p (done is closed): the session holds in from now
+// on, unless the take failed or the session closed meanwhile.
+func (s *Session) hold(p *Plugin, in *instance, err error, done chan struct{}, spec bool) (*instance, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.taking, p)
@@ -180,7 +199,7 @@ func (s *Session) instance(ctx context.Context, p *Plugin) (*instance, error) {
 	in.mu.Lock() // no call runs on it yet; the lock publishes the fields
 	in.quota = q
 	in.owner.Store(s)
-	if isSpeculative(ctx) {
+	if spec {
 		in.lastUsed.Store(0) // never used: the first to reclaim (reclaim.go)
 	} else {
 		in.lastUsed.Store(time.Now().UnixNano())
