@@ -218,22 +218,13 @@ func (b *memBudget) newAccount(reclaim bool) *memAccount {
 }
 
 // tenantAccount is the account of an instance made for a session of
-// tenant.
-func (b *memBudget) tenantAccount(tenant string) *memAccount {
+// tenant. For one made ahead of any call (ctx speculative: Prepare), its
+// growth reclaims nothing until claim.
+func (b *memBudget) tenantAccount(ctx context.Context, tenant string) *memAccount {
 	if b == nil {
 		return nil
 	}
-	return &memAccount{b: b, tenant: tenant, assigned: true, reclaim: true}
-}
-
-// speculativeAccount is tenantAccount for an instance made ahead of any
-// call (Session.Prepare): until claim, its growth reclaims nothing.
-func (b *memBudget) speculativeAccount(tenant string) *memAccount {
-	a := b.tenantAccount(tenant)
-	if a != nil {
-		a.reclaim = false
-	}
-	return a
+	return &memAccount{b: b, tenant: tenant, assigned: true, reclaim: !isSpeculative(ctx)}
 }
 
 // reserve charges the memory an instance is about to be made with, before

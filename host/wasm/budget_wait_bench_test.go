@@ -20,7 +20,7 @@ func BenchmarkBudgetTake(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				a := bg.tenantAccount("t")
+				a := bg.tenantAccount(context.Background(), "t")
 				if err := a.reserve(ctx, 16<<20); err != nil {
 					b.Fatal(err)
 				}

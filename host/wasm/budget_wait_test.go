@@ -395,7 +395,9 @@ func TestPreparedWhileCallWaits(t *testing.T) {
 // was refused), and counts no refusal.
 func TestPreparedRefusedKeepsPool(t *testing.T) {
 	snap := fixedPlugins(t, map[string]int{"fixed": 32})
-	h, logs := newHost(t, &wasm.Options{MemoryBudget: 256 << 20, TenantMemory: 48 << 20, PoolSize: 1, ReclaimIdle: -1})
+	// Fresh instances: no snapshot capture, made in the background, adds
+	// to the instantiations counted below.
+	h, logs := newHost(t, &wasm.Options{MemoryBudget: 256 << 20, TenantMemory: 48 << 20, PoolSize: 1, ReclaimIdle: -1, FreshInstances: true})
 	a, b := h.NewTenantSession("t"), h.NewTenantSession("t")
 	defer a.Close(context.Background())
 	defer b.Close(context.Background())

@@ -591,12 +591,8 @@ func (p *Plugin) take(ctx context.Context, tenant string) (*instance, error) {
 		}
 	} else {
 		p.host.stats.poolMisses.Add(1)
-		acct := p.host.budget.tenantAccount(tenant)
-		if isSpeculative(ctx) {
-			acct = p.host.budget.speculativeAccount(tenant)
-		}
 		var err error
-		if in, err = p.instantiateAs(ctx, acct); err != nil {
+		if in, err = p.instantiateAs(ctx, p.host.budget.tenantAccount(ctx, tenant)); err != nil {
 			p.refill()
 			return nil, err
 		}
