@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolshed/toolshed/host/manifest"
+	"github.com/toolshed/toolshed/internal/embed"
 	"github.com/toolshed/toolshed/internal/evalrun"
 	"github.com/toolshed/toolshed/search"
 )
@@ -33,6 +34,9 @@ type evalOptions struct {
 	weights *search.Weights
 	sets    map[string]bool // only these sets (nil: all)
 	engines map[string]bool // only these engines (nil: all)
+	// embedder, when set, adds the semantic stage to the candidate list
+	// (English sets; -embed): the CandSem columns.
+	embedder *diskEmbedder
 }
 
 // evalSet is one labelled set.
@@ -105,6 +109,9 @@ type evalRow struct {
 	Cand, CandMiss                 float64
 	CandMissed                     int
 	CandTools, CandLines, CandFull float64
+	// CandSem and CandSemMiss are Cand and CandMiss with the semantic
+	// stage (-embed; -1 when not measured).
+	CandSem, CandSemMiss float64
 }
 
 var evalEngineOrder = []string{"Toolshed", "bleve", "naive BM25"}
@@ -162,7 +169,7 @@ func evalTable(o evalOptions, log func(string)) ([]evalRow, error) {
 		for _, c := range cats {
 			q := sample(qs, c.cap)
 			row := evalRow{Set: s.Name, Tools: len(c.tools), Shape: c.shape, Queries: len(q), Recall5: map[string]float64{}, P50: map[string]time.Duration{}}
-			row.Cand = -1
+			row.Cand, row.CandSem, row.CandSemMiss = -1, -1, -1
 			for _, e := range engines {
 				m, built, err := measureEngine(e, c.tools, q, s.Chinese)
 				if err != nil {
@@ -170,12 +177,24 @@ func evalTable(o evalOptions, log func(string)) ([]evalRow, error) {
 				}
 				row.Recall5[e.name], row.P50[e.name] = m.Recall5, m.P50
 				if ts, ok := toolshedIndex(built); ok {
-					cr, err := evalrun.Candidates(ts.Index, c.tools, q, search.DefaultCandidateTools, search.DefaultCandidateTokens)
+					cr, err := evalrun.Candidates(ts.Index, c.tools, q, search.DefaultCandidateTools, search.DefaultCandidateTokens, nil)
 					if err != nil {
 						return nil, fmt.Errorf("%s, %d tools: candidates: %w", s.Name, len(c.tools), err)
 					}
 					row.Cand, row.CandMiss, row.CandMissed = cr.RecallAll, cr.Recall, cr.Queries
 					row.CandTools, row.CandLines, row.CandFull = cr.MeanTools, cr.MeanLines, cr.MeanFull
+					if o.embedder != nil && !s.Chinese {
+						near, err := semanticStage(o.embedder, c.tools, q)
+						if err != nil {
+							return nil, fmt.Errorf("%s, %d tools: semantic stage: %w", s.Name, len(c.tools), err)
+						}
+						cs, err := evalrun.Candidates(ts.Index, c.tools, q, search.DefaultCandidateTools, search.DefaultCandidateTokens, near)
+						if err != nil {
+							return nil, fmt.Errorf("%s, %d tools: candidates: %w", s.Name, len(c.tools), err)
+						}
+						row.CandSem, row.CandSemMiss = cs.RecallAll, cs.Recall
+						log(fmt.Sprintf("eval: %s, %d tools: candidate share %.4f → %.4f with the semantic stage (keyword misses %.4f → %.4f of %d)", s.Name, row.Tools, cr.RecallAll, cs.RecallAll, cr.Recall, cs.Recall, cr.Queries))
+					}
 				}
 			}
 			log(fmt.Sprintf("eval: %s, %d tools %s: %v", s.Name, row.Tools, c.shape, fmtRecalls(row)))
@@ -225,6 +244,10 @@ func evalTableOf(rows []evalRow, half evalrun.Half) table {
 	if hasTS {
 		t.head = append(t.head, "LLM list holds a correct tool: all", "keyword misses", "list: tools on lines (full)")
 	}
+	hasSem := hasTS && slices.ContainsFunc(rows, func(r evalRow) bool { return r.CandSem >= 0 })
+	if hasSem {
+		t.head = append(t.head, "with the semantic stage: all / keyword misses")
+	}
 	for _, r := range rows {
 		shape := r.Shape
 		if shape == "" {
@@ -251,6 +274,13 @@ func evalTableOf(rows []evalRow, half evalrun.Half) table {
 				list = fmt.Sprintf("%.0f on %.0f (%.0f)", r.CandTools, r.CandLines, r.CandFull)
 			}
 			cells = append(cells, f4(r.Cand), fmt.Sprintf("%s of %d", f4(r.CandMiss), r.CandMissed), list)
+			if hasSem {
+				sem := "—"
+				if r.CandSem >= 0 {
+					sem = fmt.Sprintf("%s / %s", f4(r.CandSem), f4(r.CandSemMiss))
+				}
+				cells = append(cells, sem)
+			}
 		}
 		t.add(cells...)
 	}
@@ -331,4 +361,42 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// semanticStage embeds a catalog's tools and returns the semantic ranking
+// of a query (the CandidateDepth tools nearest to it), as tool_search's
+// semantic stage ranks them.
+func semanticStage(e *diskEmbedder, tools []manifest.Tool, queries []evalrun.Query) (func(q string) ([]string, error), error) {
+	names := make([]string, len(tools))
+	texts := make([]string, len(tools))
+	for i, t := range tools {
+		names[i], texts[i] = t.Name, embed.ToolText(t.Name, t.Description)
+	}
+	vecs, err := e.Embed(texts)
+	if err != nil {
+		return nil, err
+	}
+	vs, err := embed.NewVectors(names, vecs)
+	if err != nil {
+		return nil, err
+	}
+	qs := make([]string, len(queries))
+	for i, q := range queries {
+		qs[i] = q.Query
+	}
+	qv, err := e.Embed(qs)
+	if err != nil {
+		return nil, err
+	}
+	byQuery := make(map[string][]float32, len(qs))
+	for i, q := range qs {
+		byQuery[q] = qv[i]
+	}
+	return func(q string) ([]string, error) {
+		v, ok := byQuery[q]
+		if !ok {
+			return nil, fmt.Errorf("no vector for %q", q)
+		}
+		return vs.Rank(v, search.CandidateDepth), nil
+	}, nil
 }

@@ -172,6 +172,8 @@ type core struct {
 	tokMu   sync.Mutex
 	tokSnap *catalog.Snapshot
 	tokAll  int
+
+	semantic *semantic // tool_search's semantic stage (nil: none)
 }
 
 // usageMeter adds up the token usage of one request's model calls. Safe
@@ -237,6 +239,9 @@ func New(opts Options) (*Host, error) {
 		h.opts.MaxRetryWait = 8 * time.Second
 	}
 	h.opts.Search = h.opts.Search.withDefaults()
+	if e := h.opts.Search.Embedder; e != nil {
+		h.semantic = newSemantic(e, h.opts.Search.EmbedTimeout, h.log)
+	}
 	h.model = &upstream.Client{Endpoint: opts.Upstream, OpenAI: opts.Client, Retries: h.opts.Retries, Backoff: h.opts.RetryBackoff,
 		MaxRetryWait: h.opts.MaxRetryWait, RequestTimeout: h.opts.RequestTimeout, Logger: h.log}
 	h.chooser = h.model

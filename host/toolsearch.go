@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	openai "github.com/sashabaranov/go-openai"
@@ -56,6 +57,16 @@ type SearchOptions struct {
 	// as low confidence and the LLM is asked too (0: only when keywords
 	// find nothing).
 	MinScore float64
+	// Embedder, when set, adds the semantic stage to the LLM's candidate
+	// list: the catalog's tools are embedded in the background (again
+	// after a reload) and each query when a list is built; the tools
+	// nearest the query are taken in turn with the keyword hits
+	// (search.Index.Candidates), so the model also sees tools that share
+	// no word with the query. A failing embedder leaves the keyword list.
+	Embedder Embedder
+	// EmbedTimeout bounds one query's embedding (default
+	// DefaultEmbedTimeout).
+	EmbedTimeout time.Duration
 }
 
 func (o SearchOptions) withDefaults() SearchOptions {
@@ -95,6 +106,10 @@ type SearchRecord struct {
 	// (path llm or llm-failed): how many tools, how many tokens.
 	Candidates      int `json:"candidates,omitempty"`
 	CandidateTokens int `json:"candidate_tokens,omitempty"`
+	// Semantic says what the semantic stage gave that list (with an
+	// Embedder): "used", "not ready" (the catalog is being embedded) or
+	// "failed: …".
+	Semantic string `json:"semantic,omitempty"`
 }
 
 // maxSearchLimit is the most tools one search may return.
@@ -207,7 +222,7 @@ func (s *Session) BeginSearch(args string, canAskLLM bool) (*PendingSearch, Resu
 	}
 	if askLLM {
 		var list string
-		p.cands, list, rec.CandidateTokens = s.candidates(query, opts.MaxCandidates, opts.CandidateTokens)
+		p.cands, list, rec.CandidateTokens, rec.Semantic = s.candidates(query, opts.MaxCandidates, opts.CandidateTokens)
 		rec.Candidates = len(p.cands)
 		if len(p.cands) > 0 {
 			p.System = "You choose tools for a task. Each line of the list is a tool, or several tools that share a description, " +
@@ -363,16 +378,17 @@ func choose(answer string, cands []*catalog.Tool, limit int) []string {
 }
 
 // candidates is the list the selection model sees, drawn from the whole
-// pool (search.Index.Candidates: keyword hits first, then every plugin in
-// turn) until max tools or budget tokens: the tools, the list's text and
-// its size in tokens. Tools with the same first sentence share a line; the
+// pool (search.Index.Candidates: keyword hits first, in turn with the
+// semantic stage's nearest tools when there is one, then every plugin in
+// turn) until max tools or budget tokens: the tools, the list's text, its
+// size in tokens and what the semantic stage gave (SearchRecord.Semantic). Tools with the same first sentence share a line; the
 // first search.CandidateFull lines are full, the rest short unless the
 // budget has room for more full lines (search.Index.FitCandidates); a
 // tool that does not fit ends the list.
 //
 // A pool that fits whole is sent whole, in catalog order, whatever the
 // query: the same bytes for every search of that catalog.
-func (s *Session) candidates(q string, max, budget int) ([]*catalog.Tool, string, int) {
+func (s *Session) candidates(q string, max, budget int) ([]*catalog.Tool, string, int, string) {
 	if len(s.snap.Tools) <= max {
 		var list strings.Builder
 		used := 0
@@ -384,8 +400,13 @@ func (s *Session) candidates(q string, max, budget int) ([]*catalog.Tool, string
 			list.WriteString(line)
 		}
 		if used <= budget {
-			return s.snap.Tools, list.String(), used
+			return s.snap.Tools, list.String(), used, ""
 		}
+	}
+	var near []string
+	var sem string
+	if m := s.host.semantic; m != nil {
+		near, sem = m.rank(context.Background(), s.snap, q)
 	}
 	describe := func(name string) (string, bool) {
 		t, ok := s.snap.Tool(name)
@@ -395,13 +416,13 @@ func (s *Session) candidates(q string, max, budget int) ([]*catalog.Tool, string
 		return t.Spec.Description, true
 	}
 	count := func(line string) (int, error) { return countTokens(line), nil }
-	l, _ := s.snap.Index.FitCandidates(q, max, budget, describe, count) // count never fails
+	l, _ := s.snap.Index.FitCandidates(q, near, max, budget, describe, count) // count never fails
 	out := make([]*catalog.Tool, 0, len(l.Names))
 	for _, name := range l.Names {
 		t, _ := s.snap.Tool(name)
 		out = append(out, t)
 	}
-	return out, l.Text, l.Tokens
+	return out, l.Text, l.Tokens, sem
 }
 
 // countTokens counts o200k_base tokens, or overestimates them when the

@@ -35,6 +35,13 @@ func hostOver(t *testing.T, model *scripted, snap *catalog.Snapshot, opts host.O
 // p01, …) and loads them.
 func manifestCatalog(t *testing.T, tools []manifest.Tool) *catalog.Snapshot {
 	t.Helper()
+	return manifestCatalogGen(t, tools, 0)
+}
+
+// manifestCatalogGen is manifestCatalog with the snapshot's generation (a
+// hot reload counts it up).
+func manifestCatalogGen(t *testing.T, tools []manifest.Tool, gen uint64) *catalog.Snapshot {
+	t.Helper()
 	dir := t.TempDir()
 	for i := 0; i*60 < len(tools); i++ {
 		part := tools[i*60 : min(len(tools), (i+1)*60)]
@@ -48,7 +55,7 @@ func manifestCatalog(t *testing.T, tools []manifest.Tool) *catalog.Snapshot {
 			t.Fatal(err)
 		}
 	}
-	snap, err := catalog.Load(dir, nil)
+	snap, err := catalog.Load(dir, &catalog.Options{Generation: gen})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,19 +18,35 @@ const (
 
 // Candidates lists tools for a language model to choose from, drawn from
 // the whole index: first the query's keyword hits (up to CandidateDepth,
-// by score, no cut and no diversified top), then every other tool, taking
-// one tool from each plugin in turn (plugins by name, tools in index
-// order), so that a list cut short still shows every group. take is called with each name in
-// that order and returns false to stop (when a token budget is spent);
-// a query that keyword search cannot match still gets a list. The order is
-// deterministic.
-func (ix *Index) Candidates(q string, take func(name string) bool) {
+// by score, no cut and no diversified top), taken in turn with the tools
+// of semantic (a ranking from a semantic stage, nearest first; nil when
+// there is none), then every other tool, taking one tool from each plugin
+// in turn (plugins by name, tools in index order), so that a list cut
+// short still shows every group. take is called with each name in that
+// order and returns false to stop (when a token budget is spent); a query
+// that keyword search cannot match still gets a list. Names of semantic
+// the index does not hold are skipped. The order is deterministic.
+func (ix *Index) Candidates(q string, semantic []string, take func(name string) bool) {
 	seen := make([]bool, len(ix.docs))
+	var hits []int32
 	if res, err := ix.search(q, CandidateDepth, false); err == nil {
 		for _, h := range res.Hits {
-			d := ix.exact[foldName(h.Name)]
-			seen[d] = true
-			if !take(h.Name) {
+			hits = append(hits, ix.exact[foldName(h.Name)])
+		}
+	}
+	var near []int32
+	for _, name := range semantic {
+		if d, ok := ix.exact[foldName(name)]; ok && ix.docs[d].name == name {
+			near = append(near, d)
+		}
+	}
+	for i := 0; i < len(hits) || i < len(near); i++ {
+		for _, from := range [2][]int32{hits, near} {
+			if i >= len(from) || seen[from[i]] {
+				continue
+			}
+			seen[from[i]] = true
+			if !take(ix.docs[from[i]].name) {
 				return
 			}
 		}

@@ -73,7 +73,7 @@ type CandidateList struct {
 }
 
 // FitCandidates builds the list a selection model is sent for query q, in
-// the order of Index.Candidates, within maxTools tools and budget units of
+// the order of Index.Candidates (semantic is its semantic ranking), within maxTools tools and budget units of
 // count (tokens).
 //
 // Tools whose descriptions have the same first sentence (case, spacing and
@@ -91,7 +91,7 @@ type CandidateList struct {
 // line's size is counted as the sum of its parts (its first name, each
 // further ", name", its tail), which may differ from the joined line's by
 // a unit or so a part.
-func (ix *Index) FitCandidates(q string, maxTools, budget int, describe func(name string) (string, bool), count func(text string) (int, error)) (CandidateList, error) {
+func (ix *Index) FitCandidates(q string, semantic []string, maxTools, budget int, describe func(name string) (string, bool), count func(text string) (int, error)) (CandidateList, error) {
 	type line struct {
 		names         []string
 		desc          string // the first tool's description
@@ -109,7 +109,7 @@ func (ix *Index) FitCandidates(q string, maxTools, budget int, describe func(nam
 		}
 		return l.head + l.fullN
 	}
-	ix.Candidates(q, func(name string) bool {
+	ix.Candidates(q, semantic, func(name string) bool {
 		if tools >= maxTools {
 			return false
 		}

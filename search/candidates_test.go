@@ -30,7 +30,7 @@ func candidateDocs(n int) []Document {
 // allCandidates is the whole candidate order for q.
 func allCandidates(ix *Index, q string) []string {
 	var out []string
-	ix.Candidates(q, func(name string) bool { out = append(out, name); return true })
+	ix.Candidates(q, nil, func(name string) bool { out = append(out, name); return true })
 	return out
 }
 
@@ -94,11 +94,11 @@ func TestFitCandidates(t *testing.T) {
 	describe := describeFrom(docs)
 	const budget = 6000
 	for _, q := range []string{"stock price", "weather forecast for a city", "zzz qqq nothing matches"} {
-		l, err := ix.FitCandidates(q, 400, budget, describe, tokenCount)
+		l, err := ix.FitCandidates(q, nil, 400, budget, describe, tokenCount)
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, _ := ix.FitCandidates(q, 400, budget, describe, tokenCount)
+		again, _ := ix.FitCandidates(q, nil, 400, budget, describe, tokenCount)
 		if !slices.Equal(l.Names, again.Names) || l.Text != again.Text {
 			t.Fatalf("%q: two runs differ", q)
 		}
@@ -147,7 +147,7 @@ func TestFitCandidates(t *testing.T) {
 	// left out; the tool bound holds.
 	small := candidateDocs(40)
 	ix = build(t, small, nil)
-	l, err := ix.FitCandidates("stock price", 400, budget, describeFrom(small), tokenCount)
+	l, err := ix.FitCandidates("stock price", nil, 400, budget, describeFrom(small), tokenCount)
 	if err != nil || len(l.Names) != 40 || l.Full != 40 {
 		t.Fatalf("small catalog: %d tools, %d full, %v", len(l.Names), l.Full, err)
 	}
@@ -157,10 +157,10 @@ func TestFitCandidates(t *testing.T) {
 		}
 		return describeFrom(small)(name)
 	}
-	if l, _ = ix.FitCandidates("stock price", 10, budget, skip, tokenCount); len(l.Names) != 10 || slices.ContainsFunc(l.Names, func(n string) bool { return strings.HasPrefix(n, "stock") }) {
+	if l, _ = ix.FitCandidates("stock price", nil, 10, budget, skip, tokenCount); len(l.Names) != 10 || slices.ContainsFunc(l.Names, func(n string) bool { return strings.HasPrefix(n, "stock") }) {
 		t.Fatalf("with stock tools unknown and 10 at most: %v", l.Names)
 	}
-	if _, err := ix.FitCandidates("stock price", 10, budget, skip, func(string) (int, error) { return 0, fmt.Errorf("no vocabulary") }); err == nil {
+	if _, err := ix.FitCandidates("stock price", nil, 10, budget, skip, func(string) (int, error) { return 0, fmt.Errorf("no vocabulary") }); err == nil {
 		t.Fatal("a failing count gave no error")
 	}
 }
@@ -184,7 +184,7 @@ func TestFitCandidatesGroups(t *testing.T) {
 	ix := build(t, docs, nil)
 	describe := describeFrom(docs)
 	const budget = 3000
-	l, err := ix.FitCandidates("stock price of a company", 1000, budget, describe, tokenCount)
+	l, err := ix.FitCandidates("stock price of a company", nil, 1000, budget, describe, tokenCount)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestFitCandidatesGroups(t *testing.T) {
 		d.Description = fmt.Sprintf("Distinct %d: ", i) + d.Description
 		plain = append(plain, d)
 	}
-	if p, _ := build(t, plain, nil).FitCandidates("stock price of a company", 1000, budget, describeFrom(plain), tokenCount); len(p.Names) >= len(l.Names) {
+	if p, _ := build(t, plain, nil).FitCandidates("stock price of a company", nil, 1000, budget, describeFrom(plain), tokenCount); len(p.Names) >= len(l.Names) {
 		t.Fatalf("ungrouped: %d tools; grouped: %d", len(p.Names), len(l.Names))
 	}
 }
@@ -259,7 +259,7 @@ func TestFitCandidatesNoDescriptions(t *testing.T) {
 	}
 	ix := build(t, docs, nil)
 	for _, c := range []struct{ max, budget int }{{1000, 6000}, {5000, 1000}, {10, 6000}} {
-		l, err := ix.FitCandidates("anything", c.max, c.budget, describeFrom(docs), tokenCount)
+		l, err := ix.FitCandidates("anything", nil, c.max, c.budget, describeFrom(docs), tokenCount)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,13 +284,13 @@ func BenchmarkCandidates(b *testing.B) {
 	b.Run("order", func(b *testing.B) {
 		for b.Loop() {
 			n := 0
-			ix.Candidates(q, func(string) bool { n++; return n < 400 })
+			ix.Candidates(q, nil, func(string) bool { n++; return n < 400 })
 		}
 	})
 	b.Run("full-lines", func(b *testing.B) {
 		for b.Loop() {
 			used, n := 0, 0
-			ix.Candidates(q, func(name string) bool {
+			ix.Candidates(q, nil, func(name string) bool {
 				d, _ := describe(name)
 				c, _ := tokens.Count(CandidateLine(name, d))
 				if n >= 400 || used+c > 6000 {
@@ -304,9 +304,58 @@ func BenchmarkCandidates(b *testing.B) {
 	})
 	b.Run("fitted", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := ix.FitCandidates(q, 400, 6000, describe, tokenCount); err != nil {
+			if _, err := ix.FitCandidates(q, nil, 400, 6000, describe, tokenCount); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
+}
+
+// TestCandidatesSemantic: a semantic ranking is taken in turn with the
+// keyword hits (keyword first), each tool once; names the index does not
+// hold, or holds under another spelling, are skipped; the rest of the
+// pool follows, so the list still holds every tool.
+func TestCandidatesSemantic(t *testing.T) {
+	docs := candidateDocs(600)
+	ix := build(t, docs, nil)
+	q := "stock price of a company"
+	keyword := allCandidates(ix, q)
+	var hits []string // the keyword hits lead the plain order
+	for _, n := range keyword {
+		if !strings.HasPrefix(n, "stock_price") {
+			break
+		}
+		hits = append(hits, n)
+	}
+	if len(hits) < 3 {
+		t.Fatalf("keyword hits %v", hits)
+	}
+	semantic := []string{"translationTool9", "no_such_tool", hits[1], "TRANSLATIONTOOL19", "recipe_searchTool4"}
+	var got []string
+	ix.Candidates(q, semantic, func(name string) bool { got = append(got, name); return true })
+	want := []string{hits[0], "translationTool9", hits[1], hits[2], "recipe_searchTool4", hits[3]}
+	if !slices.Equal(got[:len(want)], want) {
+		t.Fatalf("order starts %v, want %v", got[:len(want)], want)
+	}
+	if len(got) != len(docs) {
+		t.Fatalf("%d candidates of %d tools", len(got), len(docs))
+	}
+	seen := map[string]bool{}
+	for _, n := range got {
+		if seen[n] {
+			t.Fatalf("%s listed twice", n)
+		}
+		seen[n] = true
+	}
+	// No keyword hit: the semantic ranking leads.
+	got = got[:0]
+	ix.Candidates("zzz qqq", semantic, func(name string) bool { got = append(got, name); return len(got) < 3 })
+	if !slices.Equal(got, []string{"translationTool9", hits[1], "recipe_searchTool4"}) {
+		t.Fatalf("without keyword hits: %v", got)
+	}
+	// The fitted list holds the semantic tools near its head.
+	l, err := ix.FitCandidates("zzz qqq", semantic, 50, 6000, describeFrom(docs), tokenCount)
+	if err != nil || !slices.Equal(l.Names[:3], []string{"translationTool9", hits[1], "recipe_searchTool4"}) {
+		t.Fatalf("fitted list %v, %v", l.Names[:min(5, len(l.Names))], err)
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/toolshed/toolshed/host/sqlcap"
 	"github.com/toolshed/toolshed/host/wasm"
 	"github.com/toolshed/toolshed/internal/config"
+	"github.com/toolshed/toolshed/internal/embed"
 )
 
 // configFlag is a command-line flag that sets a configuration key.
@@ -288,6 +289,14 @@ func newAgent(cfg *config.Config, snapshot func() *catalog.Snapshot, log *slog.L
 		AutoDiscover:   cfg.Agent.AutoDiscover,
 		Logger:         log,
 		ArtifactLink:   artifactLink,
+	}
+	if e := cfg.Search.Embeddings; e.BaseURL != "" {
+		key := e.APIKey
+		if key == "" && strings.TrimRight(e.BaseURL, "/") == strings.TrimRight(cfg.Model.BaseURL, "/") {
+			key = cfg.Model.APIKey // the same provider: the same key
+		}
+		hopts.Search.Embedder = &embed.Client{BaseURL: strings.TrimRight(e.BaseURL, "/"), Model: e.Model, Key: key}
+		hopts.Search.EmbedTimeout = e.Timeout
 	}
 	if cfg.Model.Retries == 0 {
 		hopts.Retries = -1

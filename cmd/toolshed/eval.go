@@ -84,7 +84,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	rep.Engine, rep.Tools = "toolshed", len(tools)
 	rep.IndexMS, rep.HeapMB = ms(dur), round2(heap)
 	if *cands > 0 {
-		cr, err := evalrun.Candidates(ts.(evalrun.Toolshed).Index, tools, queries, search.DefaultCandidateTools, *cands)
+		cr, err := evalrun.Candidates(ts.(evalrun.Toolshed).Index, tools, queries, search.DefaultCandidateTools, *cands, nil)
 		if err != nil {
 			return err
 		}

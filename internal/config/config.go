@@ -55,6 +55,20 @@ type Search struct {
 	Limit    int     `koanf:"limit"`
 	Budget   int     `koanf:"budget"`
 	MinScore float64 `koanf:"min_score"`
+	// Embeddings is the semantic stage of the LLM's candidate list (off
+	// when its base_url is empty).
+	Embeddings Embeddings `koanf:"embeddings"`
+}
+
+// Embeddings is an OpenAI-compatible embeddings endpoint (POST
+// {base_url}/embeddings) that tool_search embeds the catalog and each
+// LLM-path query with, so that the model's candidate list also holds the
+// tools nearest in meaning to the query.
+type Embeddings struct {
+	BaseURL string        `koanf:"base_url"`
+	APIKey  string        `koanf:"api_key"` // secret; empty: model.api_key when the base URLs match
+	Model   string        `koanf:"model"`
+	Timeout time.Duration `koanf:"timeout"` // one query's embedding
 }
 
 // Plugins is the plugin directory and what the operator grants.
@@ -243,6 +257,10 @@ func Defaults() map[string]any {
 		"search.limit":                      5,
 		"search.budget":                     8,
 		"search.min_score":                  0.0,
+		"search.embeddings.base_url":        "",
+		"search.embeddings.api_key":         "",
+		"search.embeddings.model":           "text-embedding-3-small",
+		"search.embeddings.timeout":         "5s",
 		"plugins.dir":                       "",
 		"plugins.grants":                    "",
 		"plugins.watch":                     true,
@@ -306,7 +324,7 @@ func Defaults() map[string]any {
 }
 
 // secrets are keys whose values Redacted masks.
-var secrets = []string{"model.api_key", "server.api_keys", "server.continuation_key", "registry.password"}
+var secrets = []string{"model.api_key", "search.embeddings.api_key", "server.api_keys", "server.continuation_key", "registry.password"}
 
 // envAliases are environment variables kept from before the
 // configuration file: they map to keys below TOOLSHED_* of the same key.
@@ -581,8 +599,16 @@ func (l *Loaded) check() error {
 			checks = append(checks, bad("server.addr", "%q is not HOST:PORT", c.Server.Addr))
 		}
 	}
-	if c.Model.BaseURL != "" && !strings.HasPrefix(c.Model.BaseURL, "http://") && !strings.HasPrefix(c.Model.BaseURL, "https://") {
-		checks = append(checks, bad("model.base_url", "%q is not an http(s) URL", c.Model.BaseURL))
+	for _, u := range [][2]string{{"model.base_url", c.Model.BaseURL}, {"search.embeddings.base_url", c.Search.Embeddings.BaseURL}} {
+		if u[1] != "" && !strings.HasPrefix(u[1], "http://") && !strings.HasPrefix(u[1], "https://") {
+			checks = append(checks, bad(u[0], "%q is not an http(s) URL", u[1]))
+		}
+	}
+	if c.Search.Embeddings.BaseURL != "" && strings.TrimSpace(c.Search.Embeddings.Model) == "" {
+		checks = append(checks, bad("search.embeddings.model", "is empty: name the embedding model (e.g. text-embedding-3-small)"))
+	}
+	if c.Search.Embeddings.Timeout < 0 {
+		checks = append(checks, bad("search.embeddings.timeout", "%s is negative", c.Search.Embeddings.Timeout))
 	}
 	for i, k := range c.Server.APIKeys {
 		if isPlaceholder(k) {
@@ -591,7 +617,7 @@ func (l *Loaded) check() error {
 			checks = append(checks, bad("server.api_keys", "key %d is shorter than 16 characters", i+1))
 		}
 	}
-	for _, kv := range [][2]string{{"model.api_key", c.Model.APIKey}, {"registry.password", c.Registry.Password}, {"server.continuation_key", c.Server.ContinuationKey}} {
+	for _, kv := range [][2]string{{"model.api_key", c.Model.APIKey}, {"search.embeddings.api_key", c.Search.Embeddings.APIKey}, {"registry.password", c.Registry.Password}, {"server.continuation_key", c.Server.ContinuationKey}} {
 		if isPlaceholder(kv[1]) {
 			checks = append(checks, bad(kv[0], "is still the example's placeholder (%.12s...): put the real value in the Secret", kv[1]))
 		}

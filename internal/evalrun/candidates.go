@@ -30,8 +30,9 @@ type CandidateReport struct {
 // Candidates runs the queries against ix and measures the candidate lists
 // of at most maxTools tools and budget tokens as tool_search builds them
 // (search.Index.FitCandidates): over the queries keyword search misses,
-// and over all of them.
-func Candidates(ix *search.Index, tools []manifest.Tool, queries []Query, maxTools, budget int) (CandidateReport, error) {
+// and over all of them. semantic, when not nil, is the semantic stage: a
+// query's tools, nearest first.
+func Candidates(ix *search.Index, tools []manifest.Tool, queries []Query, maxTools, budget int, semantic func(q string) ([]string, error)) (CandidateReport, error) {
 	desc := make(map[string]string, len(tools))
 	for _, t := range tools {
 		desc[t.Name] = t.Description
@@ -62,7 +63,14 @@ func Candidates(ix *search.Index, tools []manifest.Tool, queries []Query, maxToo
 		if missed {
 			r.Queries++
 		}
-		l, err := ix.FitCandidates(q.Query, maxTools, budget, describe, count)
+		var near []string
+		if semantic != nil {
+			var err error
+			if near, err = semantic(q.Query); err != nil {
+				return r, err
+			}
+		}
+		l, err := ix.FitCandidates(q.Query, near, maxTools, budget, describe, count)
 		if err != nil {
 			return r, err
 		}

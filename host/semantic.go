@@ -1,0 +1,144 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/internal/embed"
+	"github.com/toolshed/toolshed/search"
+)
+
+// Embedder turns texts into vectors for tool_search's semantic stage: one
+// vector per text, in order, all of one dimension. An OpenAI-compatible
+// embeddings endpoint is one (cmd/toolshed's search.embeddings). It must
+// be safe for concurrent use.
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// Defaults of the semantic stage.
+const (
+	// DefaultEmbedTimeout bounds the embedding of one query.
+	DefaultEmbedTimeout = 5 * time.Second
+	// embedCatalogTimeout bounds the embedding of a whole catalog.
+	embedCatalogTimeout = 10 * time.Minute
+	// embedRetry is how long after a failed catalog embedding the next
+	// search may try again.
+	embedRetry = time.Minute
+)
+
+// semantic is the candidate list's semantic stage: the catalog's tools
+// embedded once per snapshot, in the background, and each query embedded
+// when a candidate list is built. Until a snapshot's vectors are ready,
+// the newest ready ones serve (a tool they lack is just not ranked; a
+// tool they hold that is gone is skipped by search.Index.Candidates).
+// Nothing here fails a search: without vectors the list is the keyword
+// list.
+//
+// Concurrency: safe for concurrent use; one catalog embedding runs at a
+// time.
+type semantic struct {
+	e       Embedder
+	timeout time.Duration
+	log     *slog.Logger
+
+	mu       sync.Mutex
+	ready    *semVectors       // the newest vectors made
+	building *catalog.Snapshot // the snapshot being embedded, if any
+	failed   time.Time         // when the last catalog embedding failed
+	done     chan struct{}     // closed when the running build ends (tests)
+}
+
+type semVectors struct {
+	snap *catalog.Snapshot
+	v    *embed.Vectors
+}
+
+func newSemantic(e Embedder, timeout time.Duration, log *slog.Logger) *semantic {
+	if timeout <= 0 {
+		timeout = DefaultEmbedTimeout
+	}
+	return &semantic{e: e, timeout: timeout, log: log}
+}
+
+// rank returns the tools nearest to q (at most search.CandidateDepth), and
+// what the record says of the stage: "used", "not ready" (the catalog's
+// vectors are being made) or "failed: …".
+func (m *semantic) rank(ctx context.Context, snap *catalog.Snapshot, q string) ([]string, string) {
+	vs := m.vectors(snap)
+	if vs == nil {
+		return nil, "not ready"
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	qv, err := m.e.Embed(ctx, []string{q})
+	if err == nil && len(qv) != 1 {
+		err = fmt.Errorf("the embedder answered %d vectors for one text", len(qv))
+	}
+	if err != nil {
+		m.log.Warn("tool_search: semantic stage: the query could not be embedded; the candidate list is the keyword list", "error", err)
+		return nil, "failed: " + err.Error()
+	}
+	return vs.v.Rank(qv[0], search.CandidateDepth), "used"
+}
+
+// vectors returns the newest vectors made, and starts embedding snap when
+// it is newer than theirs (a later generation) and no embedding runs (nor
+// failed within embedRetry). A session still on an older snapshot uses
+// the newer vectors; it does not start an embedding of its own.
+func (m *semantic) vectors(snap *catalog.Snapshot) *semVectors {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur := m.ready
+	newer := cur == nil || (snap != cur.snap && snap.Generation > cur.snap.Generation)
+	if newer && m.building == nil && time.Since(m.failed) >= embedRetry {
+		m.building = snap
+		m.done = make(chan struct{})
+		go m.build(snap, m.done)
+	}
+	return cur
+}
+
+// build embeds snap's tools and publishes their vectors.
+func (m *semantic) build(snap *catalog.Snapshot, done chan struct{}) {
+	defer close(done)
+	names := make([]string, len(snap.Tools))
+	texts := make([]string, len(snap.Tools))
+	for i, t := range snap.Tools {
+		names[i], texts[i] = t.Name(), embed.ToolText(t.Name(), t.Spec.Description)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), embedCatalogTimeout)
+	defer cancel()
+	start := time.Now()
+	vecs, err := m.e.Embed(ctx, texts)
+	var v *embed.Vectors
+	if err == nil {
+		v, err = embed.NewVectors(names, vecs)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.building = nil
+	if err != nil {
+		m.failed = time.Now()
+		m.log.Warn("tool_search: semantic stage: the catalog could not be embedded; candidate lists are keyword lists until it can", "tools", len(texts), "error", err, "retry_after", embedRetry)
+		return
+	}
+	if m.ready == nil || m.ready.snap.Generation <= snap.Generation {
+		m.ready = &semVectors{snap: snap, v: v}
+	}
+	m.log.Info("tool_search: semantic stage ready", "tools", len(texts), "generation", snap.Generation, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// wait blocks until no catalog embedding runs (tests).
+func (m *semantic) wait() {
+	m.mu.Lock()
+	d := m.done
+	m.mu.Unlock()
+	if d != nil {
+		<-d
+	}
+}

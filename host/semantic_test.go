@@ -1,0 +1,165 @@
+package host_test
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolshed/toolshed/host"
+	"github.com/toolshed/toolshed/host/catalog"
+	"github.com/toolshed/toolshed/host/manifest"
+	"github.com/toolshed/toolshed/internal/embed"
+)
+
+// conceptVec is a scripted embedding model: words of one concept share a
+// dimension (so "drizzle" is near "umbrella" and "rain" though no word is
+// shared); any other word goes, lightly, to a dimension of its hash.
+func conceptVec(s string) []float32 {
+	concepts := [][]string{{"rain", "drizzle", "umbrella", "brolly", "wet"}, {"song", "tune", "melody", "music"}}
+	v := make([]float32, 64)
+	v[63] = 0.01
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !('a' <= r && r <= 'z') }) {
+		hit := false
+		for i, c := range concepts {
+			for _, x := range c {
+				if w == x {
+					v[i] += 1
+					hit = true
+				}
+			}
+		}
+		if !hit {
+			h := fnv.New32a()
+			h.Write([]byte(w))
+			v[2+h.Sum32()%60] += 0.1
+		}
+	}
+	return v
+}
+
+// embedServer is an OpenAI-compatible embeddings endpoint on 127.0.0.1
+// speaking conceptVec; while failing is set it answers 503.
+func embedServer(t *testing.T, failing *atomic.Bool) *embed.Client {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Input []string `json:"input"`
+		}
+		if failing.Load() || json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, `{"error":{"message":"embeddings unavailable","type":"server_error"}}`, http.StatusServiceUnavailable)
+			return
+		}
+		type item struct {
+			Object    string    `json:"object"`
+			Index     int       `json:"index"`
+			Embedding []float32 `json:"embedding"`
+		}
+		data := make([]item, len(req.Input))
+		for i, s := range req.Input {
+			data[i] = item{"embedding", i, conceptVec(s)}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})
+	}))
+	t.Cleanup(srv.Close)
+	return &embed.Client{BaseURL: srv.URL + "/v1", Model: "concepts", Batch: 256}
+}
+
+// searchUntil begins the search in fresh sessions until the record's
+// semantic stage says want (the catalog is embedded in the background).
+func searchUntil(t *testing.T, h *host.Host, query, want string) (*host.PendingSearch, *host.SearchRecord) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p, _, rec := h.NewSession().BeginSearch(`{"query": "`+query+`"}`, true)
+		if p == nil {
+			t.Fatalf("%q: no model asked: %+v", query, rec)
+		}
+		if strings.HasPrefix(rec.Semantic, want) {
+			return p, rec
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%q: the semantic stage still says %q after a minute, want %q", query, rec.Semantic, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// listPosition is the line of the candidate list (0 first) that names
+// tool, or -1.
+func listPosition(p *host.PendingSearch, tool string) int {
+	_, list, _ := strings.Cut(p.Prompt, "\nTools:\n")
+	for i, line := range strings.Split(strings.TrimSpace(list), "\n") {
+		names, _, _ := strings.Cut(line, ": ")
+		for _, n := range strings.Split(names, ", ") {
+			if n == tool {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// TestSemanticStage: with an embeddings endpoint, a query that shares no
+// word with the tool it needs (keyword search finds nothing, so HYBRID
+// asks the model) gets that tool at the head of the candidate list, once
+// the catalog is embedded; before that, and whenever the endpoint fails,
+// the list is the keyword list and the search goes on. A hot reload is
+// embedded again, and its new tool reaches the list.
+func TestSemanticStage(t *testing.T) {
+	umbrella := manifest.Tool{Name: "umbrellaAdvisor", Description: "Says whether to carry an umbrella when rain is likely.",
+		Parameters: json.RawMessage(`{"type":"object"}`)}
+	tune := manifest.Tool{Name: "melodyMaker", Description: "Writes a tune for a short poem.", Parameters: json.RawMessage(`{"type":"object"}`)}
+	tools := syntheticTools(3000)
+	tools = append(tools[:1530:1530], append([]manifest.Tool{umbrella}, tools[1530:]...)...) // deep in a plugin: far down a list without vectors
+	var cur atomic.Pointer[catalog.Snapshot]
+	cur.Store(manifestCatalogGen(t, tools, 1))
+	var failing atomic.Bool
+	h, err := host.New(host.Options{Client: nil, Upstream: &host.Upstream{BaseURL: "http://127.0.0.1:1/v1"}, Model: "m",
+		Catalog: cur.Load, Search: host.SearchOptions{Embedder: embedServer(t, &failing)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The first list is made before any vector: the keyword list.
+	p, _, rec := h.NewSession().BeginSearch(`{"query": "is drizzle coming"}`, true)
+	if p == nil || rec.Semantic != "not ready" || rec.Candidates == 0 {
+		t.Fatalf("first search: record %+v", rec)
+	}
+	if i := listPosition(p, "umbrellaAdvisor"); i >= 0 && i < 100 {
+		t.Fatalf("umbrellaAdvisor on line %d of a list made without vectors", i)
+	}
+
+	p, rec = searchUntil(t, h, "is drizzle coming", "used")
+	if i := listPosition(p, "umbrellaAdvisor"); i != 0 {
+		t.Fatalf("umbrellaAdvisor on line %d, want the first (record %+v)", i, rec)
+	}
+
+	// The endpoint fails: the search goes on with the keyword list, and
+	// says why.
+	failing.Store(true)
+	p, _, rec = h.NewSession().BeginSearch(`{"query": "will it be wet today"}`, true)
+	if p == nil || !strings.HasPrefix(rec.Semantic, "failed: ") || !strings.Contains(rec.Semantic, "embeddings unavailable") || rec.Candidates == 0 {
+		t.Fatalf("with a failing endpoint: record %+v", rec)
+	}
+	failing.Store(false)
+
+	// A reload adds a tool: the next search embeds the new catalog, and
+	// the tool comes to the head of its list.
+	cur.Store(manifestCatalogGen(t, append(tools, tune), 2))
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p, rec = searchUntil(t, h, "compose a little song", "used")
+		if listPosition(p, "melodyMaker") == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("melodyMaker on line %d a minute after the reload (record %+v)", listPosition(p, "melodyMaker"), rec)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,362 @@
+// Package embed turns texts into unit vectors through an OpenAI-compatible
+// embeddings endpoint (POST {base}/embeddings), and ranks a catalog's
+// vectors against a request's: the semantic stage of tool_search's
+// candidate list, which reaches tools that share no word with a request.
+//
+// Everything an endpoint answers is checked before it is used: one vector
+// per input, all of one dimension, finite and not zero; a body larger than
+// MaxResponseBytes is cut off with an error. A failed call returns an
+// error and caches nothing.
+//
+// Concurrency: a Client and a Vectors are safe for concurrent use; a
+// Vectors is immutable once made.
+package embed
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"unicode"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/toolshed/toolshed/internal/topk"
+)
+
+// Defaults for a Client's zero fields.
+const (
+	DefaultBatch            = 64
+	DefaultMaxResponseBytes = 64 << 20
+	// DefaultCacheEntries bounds a Client's cache of vectors (about 200 MB
+	// at 1,536 dimensions): enough for a catalog of 30,000 tools and the
+	// requests of a busy hour.
+	DefaultCacheEntries = 32768
+)
+
+// Client embeds texts through one endpoint and model. Vectors are cached
+// by model and text, so a catalog reloaded with few changes costs few
+// calls; the cache forgets its oldest entries past CacheEntries.
+type Client struct {
+	// BaseURL is the API's base, e.g. https://api.openai.com/v1; Model
+	// names the embedding model; Key is sent as a bearer token when set.
+	BaseURL, Model, Key string
+	// Batch is how many texts one call sends (DefaultBatch when 0).
+	Batch int
+	// MaxResponseBytes bounds one answer's body (DefaultMaxResponseBytes
+	// when 0).
+	MaxResponseBytes int64
+	// CacheEntries bounds the cache (DefaultCacheEntries when 0; -1: no
+	// cache).
+	CacheEntries int
+	// HTTPClient makes the calls (http.DefaultClient's transport when
+	// nil); deadlines come from the context.
+	HTTPClient *http.Client
+
+	once  sync.Once
+	api   *openai.Client
+	mu    sync.Mutex
+	cache map[[32]byte][]float32
+	order [][32]byte // cache keys, oldest first
+}
+
+func (c *Client) init() {
+	c.once.Do(func() {
+		cfg := openai.DefaultConfig(c.Key)
+		cfg.BaseURL = c.BaseURL
+		hc := c.HTTPClient
+		if hc == nil {
+			hc = &http.Client{}
+		}
+		limit := c.MaxResponseBytes
+		if limit <= 0 {
+			limit = DefaultMaxResponseBytes
+		}
+		rt := hc.Transport
+		if rt == nil {
+			rt = http.DefaultTransport
+		}
+		bounded := *hc
+		bounded.Transport = limitTransport{rt, limit}
+		cfg.HTTPClient = &bounded
+		c.api = openai.NewClientWithConfig(cfg)
+		c.cache = map[[32]byte][]float32{}
+	})
+}
+
+// ErrTooLarge is returned when an answer's body passes MaxResponseBytes.
+var ErrTooLarge = errors.New("embed: the endpoint's answer is too large")
+
+type limitTransport struct {
+	rt    http.RoundTripper
+	limit int64
+}
+
+func (t limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &limitBody{ReadCloser: resp.Body, left: t.limit}
+	return resp, nil
+}
+
+type limitBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body that ends exactly at the limit
+		// from one that goes on.
+		var one [1]byte
+		if n, _ := b.ReadCloser.Read(one[:]); n > 0 {
+			return 0, ErrTooLarge
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (c *Client) key(text string) [32]byte {
+	return sha256.Sum256([]byte(c.Model + "\x00" + text))
+}
+
+// Embed returns one unit vector per text, in order. Texts already cached
+// cost nothing; the rest go to the endpoint Batch at a time.
+func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	c.init()
+	out := make([][]float32, len(texts))
+	var todo []int
+	c.mu.Lock()
+	for i, t := range texts {
+		if v, ok := c.cache[c.key(t)]; ok {
+			out[i] = v
+		} else {
+			todo = append(todo, i)
+		}
+	}
+	c.mu.Unlock()
+	batch := c.Batch
+	if batch <= 0 {
+		batch = DefaultBatch
+	}
+	dim := 0
+	for _, v := range out {
+		if v != nil {
+			dim = len(v)
+			break
+		}
+	}
+	for start := 0; start < len(todo); start += batch {
+		idx := todo[start:min(start+batch, len(todo))]
+		in := make([]string, len(idx))
+		for j, i := range idx {
+			in[j] = texts[i]
+			if in[j] == "" {
+				in[j] = " " // some endpoints refuse an empty input
+			}
+		}
+		vecs, err := c.call(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range idx {
+			if dim == 0 {
+				dim = len(vecs[j])
+			}
+			if len(vecs[j]) != dim {
+				return nil, fmt.Errorf("embed: %s answered vectors of %d and %d dimensions", c.Model, dim, len(vecs[j]))
+			}
+			out[i] = vecs[j]
+		}
+		c.remember(texts, idx, vecs)
+	}
+	return out, nil
+}
+
+func (c *Client) remember(texts []string, idx []int, vecs [][]float32) {
+	limit := c.CacheEntries
+	if limit == 0 {
+		limit = DefaultCacheEntries
+	}
+	if limit < 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for j, i := range idx {
+		k := c.key(texts[i])
+		if _, ok := c.cache[k]; ok {
+			continue
+		}
+		c.cache[k] = vecs[j]
+		c.order = append(c.order, k)
+	}
+	for len(c.order) > limit {
+		delete(c.cache, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+// call sends one batch and checks the answer.
+func (c *Client) call(ctx context.Context, in []string) ([][]float32, error) {
+	resp, err := c.api.CreateEmbeddings(ctx, openai.EmbeddingRequestStrings{Input: in, Model: openai.EmbeddingModel(c.Model)})
+	if err != nil {
+		return nil, fmt.Errorf("embed: %s: %w", c.Model, err)
+	}
+	if len(resp.Data) != len(in) {
+		return nil, fmt.Errorf("embed: %s answered %d vectors for %d texts", c.Model, len(resp.Data), len(in))
+	}
+	out := make([][]float32, len(in))
+	for _, d := range resp.Data {
+		if d.Index < 0 || d.Index >= len(in) || out[d.Index] != nil {
+			return nil, fmt.Errorf("embed: %s answered a vector with index %d for %d texts (missing or repeated)", c.Model, d.Index, len(in))
+		}
+		v, err := unit(d.Embedding)
+		if err != nil {
+			return nil, fmt.Errorf("embed: %s, text %d: %w", c.Model, d.Index, err)
+		}
+		out[d.Index] = v
+	}
+	dim := len(out[0])
+	for _, v := range out {
+		if len(v) != dim {
+			return nil, fmt.Errorf("embed: %s answered vectors of %d and %d dimensions", c.Model, dim, len(v))
+		}
+	}
+	return out, nil
+}
+
+// MaxDimensions bounds a vector's length (the largest common models have
+// 3,072).
+const MaxDimensions = 16384
+
+// unit checks a vector and scales it to length 1.
+func unit(v []float32) ([]float32, error) {
+	if len(v) == 0 || len(v) > MaxDimensions {
+		return nil, fmt.Errorf("a vector of %d dimensions (want 1 to %d)", len(v), MaxDimensions)
+	}
+	var ss float64
+	for _, x := range v {
+		f := float64(x)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, errors.New("a vector with a value that is not a finite number")
+		}
+		ss += f * f
+	}
+	if ss == 0 || math.IsInf(ss, 0) {
+		return nil, errors.New("a vector of length zero")
+	}
+	n := float32(1 / math.Sqrt(ss))
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = x * n
+	}
+	return out, nil
+}
+
+// Vectors is a catalog's vectors, one per name, in one flat array.
+type Vectors struct {
+	names []string
+	dim   int
+	data  []float32
+}
+
+// NewVectors makes a Vectors of names and their vectors (all of one
+// dimension, finite and not zero; they are scaled to length 1).
+func NewVectors(names []string, vecs [][]float32) (*Vectors, error) {
+	if len(names) != len(vecs) {
+		return nil, fmt.Errorf("embed: %d names and %d vectors", len(names), len(vecs))
+	}
+	v := &Vectors{names: names}
+	if len(vecs) == 0 {
+		return v, nil
+	}
+	v.dim = len(vecs[0])
+	v.data = make([]float32, 0, v.dim*len(vecs))
+	for i, x := range vecs {
+		if len(x) != v.dim {
+			return nil, fmt.Errorf("embed: vector %d has %d dimensions, not %d", i, len(x), v.dim)
+		}
+		u, err := unit(x)
+		if err != nil {
+			return nil, fmt.Errorf("embed: vector %d: %w", i, err)
+		}
+		v.data = append(v.data, u...)
+	}
+	return v, nil
+}
+
+// Len is the number of vectors.
+func (v *Vectors) Len() int { return len(v.names) }
+
+// Rank returns the names of the k vectors nearest to q by cosine, nearest
+// first; ties go to the earlier name. A q of another dimension, or not
+// finite, or zero, ranks nothing.
+func (v *Vectors) Rank(q []float32, k int) []string {
+	if v == nil || len(q) != v.dim || k <= 0 || v.dim == 0 {
+		return nil
+	}
+	if _, err := unit(q); err != nil {
+		return nil
+	}
+	type hit struct {
+		i int
+		s float32
+	}
+	better := func(a, b hit) bool { return a.s > b.s || (a.s == b.s && a.i < b.i) }
+	best := make([]hit, 0, min(k, len(v.names))+1)
+	for i := range v.names {
+		row := v.data[i*v.dim : (i+1)*v.dim]
+		var s float32
+		for j, x := range row {
+			s += x * q[j]
+		}
+		best = topk.Insert(best, hit{i, s}, k, better)
+	}
+	out := make([]string, len(best))
+	for i, h := range best {
+		out[i] = v.names[h.i]
+	}
+	return out
+}
+
+// MaxTextRunes bounds the text embedded for one tool: a description's
+// first sentences carry most of its meaning (about 50 words fit), and an
+// endpoint's cost grows with the length.
+const MaxTextRunes = 300
+
+// ToolText is what is embedded for a tool: its name's words (an
+// identifier cut at _ - . / and lower-to-upper case changes), a colon,
+// its description, at most MaxTextRunes runes in all.
+func ToolText(name, description string) string {
+	var b strings.Builder
+	var prev rune
+	for _, r := range name {
+		switch {
+		case r == '_' || r == '-' || r == '.' || r == '/' || r == ':':
+			r = ' '
+		case unicode.IsUpper(r) && unicode.IsLower(prev):
+			b.WriteByte(' ')
+		}
+		b.WriteRune(r)
+		prev = r
+	}
+	s := strings.Join(strings.Fields(b.String()), " ") + ": " + strings.Join(strings.Fields(description), " ")
+	if r := []rune(s); len(r) > MaxTextRunes {
+		s = string(r[:MaxTextRunes])
+	}
+	return s
+}
