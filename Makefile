@@ -7,7 +7,7 @@ EVAL      ?= ../shared/eval
 # Packages with concurrent code run under the race detector.
 RACE_PKGS := ./search/... ./host/... ./sdk/... ./internal/oci/...
 
-.PHONY: all build plugins bundle install test vet race hostile bench bench-test bench-go bench-runtime bench-serve replicas deploy-test eval fuzz clean run conformance clients clients-python
+.PHONY: all build plugins bundle install test vet race hostile bench bench-test bench-go bench-runtime bench-serve replicas deploy-test eval embed-server fuzz clean run conformance clients clients-python
 
 all: build plugins bundle
 
@@ -149,8 +149,17 @@ clients-python: build plugins
 # set) at its own size and padded to 5,000-100,000 tools, on the test half
 # of its requests, Toolshed beside bleve and the naive BM25 in one run.
 # EVAL_FLAGS adds bench flags, e.g. EVAL_FLAGS='-half tune -sizes 10000'.
+# EMBED=URL (an OpenAI-compatible embeddings API, e.g. the one make
+# embed-server starts) adds the candidate list's share with the semantic
+# stage; vectors are kept in bench/.cache across runs.
 eval:
-	cd bench && $(BENCH_GO) run . -only eval -eval $(abspath $(EVAL)) $(EVAL_FLAGS)
+	cd bench && $(BENCH_GO) run . -only eval -eval $(abspath $(EVAL)) $(if $(EMBED),-embed $(EMBED)) $(EVAL_FLAGS)
+
+# A local embeddings endpoint (Universal Sentence Encoder lite, English,
+# from npm) on 127.0.0.1:$(EMBED_PORT), for make eval EMBED=http://127.0.0.1:$(EMBED_PORT)/v1.
+EMBED_PORT ?= 8090
+embed-server:
+	EMBED_PORT=$(EMBED_PORT) bench/embed/run.sh
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./host/manifest

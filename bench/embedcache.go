@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 
 	"github.com/toolshed/toolshed/internal/embed"
@@ -20,14 +21,17 @@ import (
 // a file (appended to, one record a text), so that a catalog of 100,000
 // tools is embedded once across runs of `make eval`: -embed's cache.
 type diskEmbedder struct {
-	c    *embed.Client
+	cs   []*embed.Client // one per endpoint; a chunk is shared out among them
 	path string
 	mu   sync.Mutex
 	vec  map[[32]byte][]float32
 }
 
-func newDiskEmbedder(baseURL, model, path string) (*diskEmbedder, error) {
-	e := &diskEmbedder{c: &embed.Client{BaseURL: baseURL, Model: model, Batch: 64, CacheEntries: -1}, path: path, vec: map[[32]byte][]float32{}}
+func newDiskEmbedder(baseURLs []string, model, path string) (*diskEmbedder, error) {
+	e := &diskEmbedder{path: path, vec: map[[32]byte][]float32{}}
+	for _, u := range baseURLs {
+		e.cs = append(e.cs, &embed.Client{BaseURL: u, Model: model, Batch: 64, CacheEntries: -1})
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
@@ -60,7 +64,27 @@ func newDiskEmbedder(baseURL, model, path string) (*diskEmbedder, error) {
 	return e, nil
 }
 
-func (e *diskEmbedder) key(s string) [32]byte { return sha256.Sum256([]byte(e.c.Model + "\x00" + s)) }
+func (e *diskEmbedder) key(s string) [32]byte { return sha256.Sum256([]byte(e.cs[0].Model + "\x00" + s)) }
+
+// embed sends part to the endpoints at once, a share each.
+func (e *diskEmbedder) embed(part []string) ([][]float32, error) {
+	out := make([][]float32, len(part))
+	errs := make([]error, len(e.cs))
+	share := (len(part) + len(e.cs) - 1) / len(e.cs)
+	var wg sync.WaitGroup
+	for i, c := range e.cs {
+		lo, hi := min(i*share, len(part)), min((i+1)*share, len(part))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := c.Embed(context.Background(), part[lo:hi])
+			copy(out[lo:hi], v)
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
 
 // Embed returns the texts' unit vectors, asking the endpoint for those
 // not in the file and appending them to it.
@@ -77,10 +101,16 @@ func (e *diskEmbedder) Embed(texts []string) ([][]float32, error) {
 			todo, at = append(todo, t), append(at, i)
 		}
 	}
+	// Texts of like length go together: an encoder pads a batch to its
+	// longest text.
+	sort.SliceStable(at, func(i, j int) bool { return len(texts[at[i]]) < len(texts[at[j]]) })
+	for j, i := range at {
+		todo[j] = texts[i]
+	}
 	const chunk = 2048 // saved as it goes, so an interrupted run keeps its work
 	for s := 0; s < len(todo); s += chunk {
 		part := todo[s:min(s+chunk, len(todo))]
-		vecs, err := e.c.Embed(context.Background(), part)
+		vecs, err := e.embed(part)
 		if err != nil {
 			return nil, err
 		}

@@ -69,13 +69,13 @@ func main() {
 	flag.IntVar(&o.eval.native, "native-max", 2000, "eval: at most this many requests per set on its own catalog (0: all)")
 	flag.IntVar(&o.eval.padded, "padded-max", 300, "eval: at most this many requests per set on a padded catalog")
 	flag.StringVar(&o.evalJSON, "eval-json", "", "eval: also write the rows as JSON Lines to this file")
-	embedURL := flag.String("embed", "", "eval: an OpenAI-compatible embeddings API (base URL, e.g. http://127.0.0.1:8090/v1) for the candidate list's semantic stage")
+	embedURL := flag.String("embed", "", "eval: an OpenAI-compatible embeddings API (base URL, e.g. http://127.0.0.1:8090/v1) for the candidate list's semantic stage; several, comma-separated, share the work")
 	embedModel := flag.String("embed-model", "universal-sentence-encoder-lite", "eval: the -embed model")
 	embedCache := flag.String("embed-cache", ".cache/embeddings.bin", "eval: the -embed vectors are kept in this file across runs")
 	flag.Parse()
 	o.eval.dirs = []string{*extraSets}
 	if *embedURL != "" {
-		e, err := newDiskEmbedder(*embedURL, *embedModel, *embedCache)
+		e, err := newDiskEmbedder(strings.Split(*embedURL, ","), *embedModel, *embedCache)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench: -embed-cache:", err)
 			os.Exit(2)

@@ -295,7 +295,7 @@ func newAgent(cfg *config.Config, snapshot func() *catalog.Snapshot, log *slog.L
 		if key == "" && strings.TrimRight(e.BaseURL, "/") == strings.TrimRight(cfg.Model.BaseURL, "/") {
 			key = cfg.Model.APIKey // the same provider: the same key
 		}
-		hopts.Search.Embedder = &embed.Client{BaseURL: strings.TrimRight(e.BaseURL, "/"), Model: e.Model, Key: key}
+		hopts.Search.Embedder = &embed.Client{BaseURL: strings.TrimRight(e.BaseURL, "/"), Model: e.Model, Key: key, Dimensions: e.Dimensions}
 		hopts.Search.EmbedTimeout = e.Timeout
 	}
 	if cfg.Model.Retries == 0 {

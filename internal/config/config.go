@@ -65,10 +65,13 @@ type Search struct {
 // LLM-path query with, so that the model's candidate list also holds the
 // tools nearest in meaning to the query.
 type Embeddings struct {
-	BaseURL string        `koanf:"base_url"`
-	APIKey  string        `koanf:"api_key"` // secret; empty: model.api_key when the base URLs match
-	Model   string        `koanf:"model"`
-	Timeout time.Duration `koanf:"timeout"` // one query's embedding
+	BaseURL string `koanf:"base_url"`
+	APIKey  string `koanf:"api_key"` // secret; empty: model.api_key when the base URLs match
+	Model   string `koanf:"model"`
+	// Dimensions asks for shorter vectors (0: the model's own); memory is
+	// about tools × dimensions × 8 bytes.
+	Dimensions int           `koanf:"dimensions"`
+	Timeout    time.Duration `koanf:"timeout"` // one query's embedding
 }
 
 // Plugins is the plugin directory and what the operator grants.
@@ -112,6 +115,9 @@ type Agent struct {
 	// call a tool by name without tool_search).
 	AutoDiscover bool `koanf:"auto_discover"`
 }
+
+// embedMaxDimensions bounds search.embeddings.dimensions (embed.MaxDimensions).
+const embedMaxDimensions = 16384
 
 // MaxInstanceMemoryWait bounds server.instance_memory_wait (wasm.MaxMemoryWait).
 const MaxInstanceMemoryWait = 5 * time.Minute
@@ -260,6 +266,7 @@ func Defaults() map[string]any {
 		"search.embeddings.base_url":        "",
 		"search.embeddings.api_key":         "",
 		"search.embeddings.model":           "text-embedding-3-small",
+		"search.embeddings.dimensions":      0,
 		"search.embeddings.timeout":         "5s",
 		"plugins.dir":                       "",
 		"plugins.grants":                    "",
@@ -606,6 +613,9 @@ func (l *Loaded) check() error {
 	}
 	if c.Search.Embeddings.BaseURL != "" && strings.TrimSpace(c.Search.Embeddings.Model) == "" {
 		checks = append(checks, bad("search.embeddings.model", "is empty: name the embedding model (e.g. text-embedding-3-small)"))
+	}
+	if d := c.Search.Embeddings.Dimensions; d < 0 || d > embedMaxDimensions {
+		checks = append(checks, bad("search.embeddings.dimensions", "%d is not from 0 (the model's own) to %d", d, embedMaxDimensions))
 	}
 	if c.Search.Embeddings.Timeout < 0 {
 		checks = append(checks, bad("search.embeddings.timeout", "%s is negative", c.Search.Embeddings.Timeout))

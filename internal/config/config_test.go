@@ -20,7 +20,7 @@ func write(t *testing.T, body string) string {
 func TestPrecedence(t *testing.T) {
 	p := write(t, "model:\n  name: from-file\n  timeout: 30s\nserver:\n  addr: 127.0.0.1:9000\n  api_keys: [aaaaaaaaaaaaaaaa]\nsearch:\n  mode: keyword\n")
 	l, err := Load(Source{File: p,
-		Env:   []string{"TOOLSHED_MODEL_NAME=from-env", "TOOLSHED_SERVER_ADDR=127.0.0.1:9001", "OPENAI_API_KEY=sk-secret", "HOME=/x"},
+		Env:   []string{"TOOLSHED_MODEL_NAME=from-env", "TOOLSHED_SERVER_ADDR=127.0.0.1:9001", "OPENAI_API_KEY=sk-secret", "TOOLSHED_SEARCH_EMBEDDINGS_API_KEY=emb-secret", "HOME=/x"},
 		Flags: map[string]string{"server.addr": "127.0.0.1:9002"}})
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +35,7 @@ func TestPrecedence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(out), "sk-secret") || strings.Contains(string(out), "aaaaaaaa") ||
+	if strings.Contains(string(out), "sk-secret") || strings.Contains(string(out), "emb-secret") || strings.Contains(string(out), "aaaaaaaa") ||
 		!strings.Contains(string(out), "api_key: <redacted>") || !strings.Contains(string(out), "name: from-env") {
 		t.Fatalf("redacted:\n%s", out)
 	}
@@ -67,6 +67,11 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{file: "server:\n  addr: 8080\n", want: `server.addr: "8080" is not HOST:PORT`},
 		{file: "server:\n  api_keys: [short]\n", want: "server.api_keys: key 1 is shorter"},
 		{file: "model: [\n", want: "config"},
+		{file: "search:\n  embeddings:\n    base_url: localhost:11434\n", want: `search.embeddings.base_url: "localhost:11434" is not an http(s) URL`},
+		{file: "search:\n  embeddings:\n    base_url: http://127.0.0.1:1/v1\n    model: \"\"\n", want: "search.embeddings.model: is empty"},
+		{file: "search:\n  embeddings:\n    dimensions: -3\n", want: "search.embeddings.dimensions: -3 is not from 0"},
+		{file: "search:\n  embeddings:\n    timeout: -1s\n", want: "search.embeddings.timeout: -1s is negative"},
+		{env: []string{"TOOLSHED_SEARCH_EMBEDDINGS_API_KEY=REPLACE-with-a-key"}, want: "search.embeddings.api_key: is still the example's placeholder"},
 		{env: []string{"TOOLSHED_SERVR_ADDR=x"}, want: "TOOLSHED_SERVR_ADDR is not a configuration key"},
 		{env: []string{"TOOLSHED_PLUGINS_WATCH=maybe"}, want: "plugins.watch"},
 		{flags: map[string]string{"search.limit": "50"}, want: "search.limit: at most 20"},

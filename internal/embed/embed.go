@@ -46,6 +46,10 @@ type Client struct {
 	// BaseURL is the API's base, e.g. https://api.openai.com/v1; Model
 	// names the embedding model; Key is sent as a bearer token when set.
 	BaseURL, Model, Key string
+	// Dimensions asks the model for vectors of this length (models that
+	// can shorten theirs, such as OpenAI's text-embedding-3; 0: the
+	// model's own).
+	Dimensions int
 	// Batch is how many texts one call sends (DefaultBatch when 0).
 	Batch int
 	// MaxResponseBytes bounds one answer's body (DefaultMaxResponseBytes
@@ -130,7 +134,7 @@ func (b *limitBody) Read(p []byte) (int, error) {
 }
 
 func (c *Client) key(text string) [32]byte {
-	return sha256.Sum256([]byte(c.Model + "\x00" + text))
+	return sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s", c.Model, c.Dimensions, text)))
 }
 
 // Embed returns one unit vector per text, in order. Texts already cached
@@ -212,7 +216,7 @@ func (c *Client) remember(texts []string, idx []int, vecs [][]float32) {
 
 // call sends one batch and checks the answer.
 func (c *Client) call(ctx context.Context, in []string) ([][]float32, error) {
-	resp, err := c.api.CreateEmbeddings(ctx, openai.EmbeddingRequestStrings{Input: in, Model: openai.EmbeddingModel(c.Model)})
+	resp, err := c.api.CreateEmbeddings(ctx, openai.EmbeddingRequestStrings{Input: in, Model: openai.EmbeddingModel(c.Model), Dimensions: c.Dimensions})
 	if err != nil {
 		return nil, fmt.Errorf("embed: %s: %w", c.Model, err)
 	}
@@ -319,18 +323,30 @@ func (v *Vectors) Rank(q []float32, k int) []string {
 	better := func(a, b hit) bool { return a.s > b.s || (a.s == b.s && a.i < b.i) }
 	best := make([]hit, 0, min(k, len(v.names))+1)
 	for i := range v.names {
-		row := v.data[i*v.dim : (i+1)*v.dim]
-		var s float32
-		for j, x := range row {
-			s += x * q[j]
-		}
-		best = topk.Insert(best, hit{i, s}, k, better)
+		best = topk.Insert(best, hit{i, dot(v.data[i*v.dim:(i+1)*v.dim], q)}, k, better)
 	}
 	out := make([]string, len(best))
 	for i, h := range best {
 		out[i] = v.names[h.i]
 	}
 	return out
+}
+
+// dot is a·b (len(a) == len(b)), in four running sums.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // MaxTextRunes bounds the text embedded for one tool: a description's

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -240,5 +241,50 @@ func TestToolText(t *testing.T) {
 	}
 	if got := ToolText("t", strings.Repeat("word ", 500)); len([]rune(got)) != MaxTextRunes {
 		t.Fatalf("a long description gives %d runes, want %d", len([]rune(got)), MaxTextRunes)
+	}
+}
+
+// BenchmarkRank: the semantic stage's brute-force ranking of a catalog
+// (go test -bench Rank ./internal/embed/).
+func BenchmarkRank(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("tools=%d/dim=512", n), func(b *testing.B) {
+			r := rand.New(rand.NewSource(1))
+			names := make([]string, n)
+			vecs := make([][]float32, n)
+			for i := range vecs {
+				names[i] = fmt.Sprint("t", i)
+				vecs[i] = make([]float32, 512)
+				for j := range vecs[i] {
+					vecs[i][j] = float32(r.NormFloat64())
+				}
+			}
+			v, err := NewVectors(names, vecs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			q := vecs[n/2]
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if got := v.Rank(q, 1000); len(got) != 1000 || got[0] != names[n/2] {
+					b.Fatalf("nearest %v", got[:1])
+				}
+			}
+		})
+	}
+}
+
+func TestDot(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	for n := 0; n < 12; n++ {
+		a, b := make([]float32, n), make([]float32, n)
+		var want float64
+		for i := range a {
+			a[i], b[i] = float32(r.Intn(7)-3), float32(r.Intn(7)-3)
+			want += float64(a[i] * b[i])
+		}
+		if got := dot(a, b); float64(got) != want {
+			t.Fatalf("dot of %d: %v, want %v", n, got, want)
+		}
 	}
 }
