@@ -64,7 +64,9 @@ func newDiskEmbedder(baseURLs []string, model, path string) (*diskEmbedder, erro
 	return e, nil
 }
 
-func (e *diskEmbedder) key(s string) [32]byte { return sha256.Sum256([]byte(e.cs[0].Model + "\x00" + s)) }
+func (e *diskEmbedder) key(s string) [32]byte {
+	return sha256.Sum256([]byte(e.cs[0].Model + "\x00" + s))
+}
 
 // embed sends part to the endpoints at once, a share each.
 func (e *diskEmbedder) embed(part []string) ([][]float32, error) {
