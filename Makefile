@@ -5,7 +5,7 @@ PLUGINS   := $(wildcard plugins/*/main.go)
 WASM      := $(patsubst plugins/%/main.go,plugin-manifests/%.wasm,$(PLUGINS))
 EVAL      ?= ../shared/eval
 # Packages with concurrent code run under the race detector.
-RACE_PKGS := ./search/... ./host/... ./sdk/... ./internal/oci/...
+RACE_PKGS := ./search/... ./host/... ./sdk/... ./internal/oci/... ./internal/embed/...
 
 .PHONY: all build plugins bundle install test vet race hostile bench bench-test bench-go bench-runtime bench-serve replicas deploy-test eval embed-server fuzz clean run conformance clients clients-python
 

@@ -79,6 +79,10 @@ func (m *semantic) rank(ctx context.Context, snap *catalog.Snapshot, q string) (
 	if err == nil && len(qv) != 1 {
 		err = fmt.Errorf("the embedder answered %d vectors for one text", len(qv))
 	}
+	if err == nil && vs.v.Len() > 0 && len(qv[0]) != vs.v.Dim() {
+		err = fmt.Errorf("the query's vector has %d dimensions, the catalog's %d (did the model change?)", len(qv[0]), vs.v.Dim())
+		m.drop(vs) // embedded again, a minute from now
+	}
 	if err != nil {
 		m.log.Warn("tool_search: semantic stage: the query could not be embedded; the candidate list is the keyword list", "error", err)
 		return nil, "failed: " + err.Error()
@@ -101,6 +105,16 @@ func (m *semantic) vectors(snap *catalog.Snapshot) *semVectors {
 		go m.build(snap, m.done)
 	}
 	return cur
+}
+
+// drop forgets vs, when they are still the newest, so that the catalog
+// is embedded again once embedRetry has passed.
+func (m *semantic) drop(vs *semVectors) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ready == vs {
+		m.ready, m.failed = nil, time.Now()
+	}
 }
 
 // build embeds snap's tools and publishes their vectors.

@@ -3,9 +3,12 @@ package host_test
 import (
 	"encoding/json"
 	"hash/fnv"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,6 +48,13 @@ func conceptVec(s string) []float32 {
 // embedServer is an OpenAI-compatible embeddings endpoint on 127.0.0.1
 // speaking conceptVec; while failing is set it answers 503.
 func embedServer(t *testing.T, failing *atomic.Bool) *embed.Client {
+	return embedServerDims(t, failing, nil)
+}
+
+// embedServerDims is embedServer whose vectors are cut to *dims
+// dimensions when dims is set and not zero (a model changed behind the
+// endpoint).
+func embedServerDims(t *testing.T, failing *atomic.Bool, dims *atomic.Int32) *embed.Client {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -62,6 +72,9 @@ func embedServer(t *testing.T, failing *atomic.Bool) *embed.Client {
 		data := make([]item, len(req.Input))
 		for i, s := range req.Input {
 			data[i] = item{"embedding", i, conceptVec(s)}
+			if dims != nil && dims.Load() > 0 {
+				data[i].Embedding = data[i].Embedding[:dims.Load()]
+			}
 		}
 		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})
 	}))
@@ -119,8 +132,9 @@ func TestSemanticStage(t *testing.T) {
 	var cur atomic.Pointer[catalog.Snapshot]
 	cur.Store(manifestCatalogGen(t, tools, 1))
 	var failing atomic.Bool
+	var dims atomic.Int32
 	h, err := host.New(host.Options{Client: nil, Upstream: &host.Upstream{BaseURL: "http://127.0.0.1:1/v1"}, Model: "m",
-		Catalog: cur.Load, Search: host.SearchOptions{Embedder: embedServer(t, &failing)}})
+		Catalog: cur.Load, Search: host.SearchOptions{Embedder: embedServerDims(t, &failing, &dims)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,4 +176,76 @@ func TestSemanticStage(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+
+	// The model behind the endpoint changes: its vectors no longer match
+	// the catalog's, which the record says; the catalog's are dropped (to
+	// be made again) and the next list is the keyword list.
+	dims.Store(32)
+	p, _, rec = h.NewSession().BeginSearch(`{"query": "will it be wet tonight"}`, true)
+	if p == nil || !strings.Contains(rec.Semantic, "the query's vector has 32 dimensions, the catalog's 64") {
+		t.Fatalf("after the model changed: record %+v", rec)
+	}
+	if _, _, rec = h.NewSession().BeginSearch(`{"query": "will it be wet this evening"}`, true); rec.Semantic != "not ready" {
+		t.Fatalf("after the dimensions changed, the next record %+v, want not ready", rec)
+	}
+	dims.Store(0)
+}
+
+// TestSemanticStageFailingCatalog: an endpoint that cannot embed the
+// catalog leaves every list the keyword list ("not ready"), searches
+// from many sessions at once go on, and the failure is logged.
+func TestSemanticStageFailingCatalog(t *testing.T) {
+	var failing atomic.Bool
+	failing.Store(true)
+	snap := manifestCatalogGen(t, syntheticTools(1500), 1)
+	var logs strings.Builder
+	var mu sync.Mutex
+	h, err := host.New(host.Options{Upstream: &host.Upstream{BaseURL: "http://127.0.0.1:1/v1"}, Model: "m",
+		Catalog: func() *catalog.Snapshot { return snap }, Search: host.SearchOptions{Embedder: embedServer(t, &failing)},
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 20; j++ {
+				p, _, rec := h.NewSession().BeginSearch(`{"query": "is drizzle coming"}`, true)
+				if p == nil || rec.Semantic != "not ready" || rec.Candidates == 0 {
+					t.Errorf("record %+v", rec)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mu.Lock()
+		out := logs.String()
+		mu.Unlock()
+		if strings.Contains(out, "the catalog could not be embedded") && strings.Contains(out, "embeddings unavailable") {
+			if n := strings.Count(out, "could not be embedded"); n != 1 {
+				t.Fatalf("the failure logged %d times, want once (no retry within a minute):\n%s", n, out)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log of the failed catalog embedding:\n%s", out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -306,6 +306,9 @@ func NewVectors(names []string, vecs [][]float32) (*Vectors, error) {
 // Len is the number of vectors.
 func (v *Vectors) Len() int { return len(v.names) }
 
+// Dim is the vectors' dimension (0 when there are none).
+func (v *Vectors) Dim() int { return v.dim }
+
 // Rank returns the names of the k vectors nearest to q by cosine, nearest
 // first; ties go to the earlier name. A q of another dimension, or not
 // finite, or zero, ranks nothing.

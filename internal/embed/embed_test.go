@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -287,4 +288,37 @@ func TestDot(t *testing.T) {
 			t.Fatalf("dot of %d: %v, want %v", n, got, want)
 		}
 	}
+}
+
+// TestEmbedConcurrent: one Client embeds from many goroutines at once
+// (run under the race detector by make test), each getting its own
+// texts' vectors.
+func TestEmbedConcurrent(t *testing.T) {
+	srv, _ := server(t, nil)
+	c := client(srv)
+	c.CacheEntries = 5 // forgetting while others read
+	words := []string{"rain", "umbrella", "invoice", "payment", "flight", "ticket", "song", "music"}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				texts := []string{words[(g+i)%8], words[(g+2*i)%8] + " " + words[i%8]}
+				got, err := c.Embed(context.Background(), texts)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for j, v := range got {
+					want, _ := unit(wordVec(texts[j]))
+					if !slices.Equal(v, want) {
+						t.Errorf("%q: %v, want %v", texts[j], v, want)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
