@@ -24,8 +24,10 @@ type Embedder interface {
 const (
 	// DefaultEmbedTimeout bounds the embedding of one query.
 	DefaultEmbedTimeout = 5 * time.Second
-	// embedCatalogTimeout bounds the embedding of a whole catalog.
-	embedCatalogTimeout = 10 * time.Minute
+	// embedCatalogTimeout bounds the embedding of a whole catalog (a
+	// catalog of 100,000 tools is 800 calls of 128 texts). Batches done
+	// before it are cached, so the next try goes on from there.
+	embedCatalogTimeout = 30 * time.Minute
 	// embedRetry is how long after a failed catalog embedding the next
 	// search may try again.
 	embedRetry = time.Minute
@@ -50,7 +52,7 @@ type semantic struct {
 	ready    *semVectors       // the newest vectors made
 	building *catalog.Snapshot // the snapshot being embedded, if any
 	failed   time.Time         // when the last catalog embedding failed
-	done     chan struct{}     // closed when the running build ends (tests)
+	warned   time.Time         // when a failed query embedding was last logged
 }
 
 type semVectors struct {
@@ -84,7 +86,15 @@ func (m *semantic) rank(ctx context.Context, snap *catalog.Snapshot, q string) (
 		m.drop(vs) // embedded again, a minute from now
 	}
 	if err != nil {
-		m.log.Warn("tool_search: semantic stage: the query could not be embedded; the candidate list is the keyword list", "error", err)
+		m.mu.Lock()
+		warn := time.Since(m.warned) >= embedRetry
+		if warn {
+			m.warned = time.Now()
+		}
+		m.mu.Unlock()
+		if warn { // once a minute at most: every search says it in its record
+			m.log.Warn("tool_search: semantic stage: a query could not be embedded; candidate lists are keyword lists meanwhile", "error", err)
+		}
 		return nil, "failed: " + err.Error()
 	}
 	return vs.v.Rank(qv[0], search.CandidateDepth), "used"
@@ -101,8 +111,7 @@ func (m *semantic) vectors(snap *catalog.Snapshot) *semVectors {
 	newer := cur == nil || (snap != cur.snap && snap.Generation > cur.snap.Generation)
 	if newer && m.building == nil && time.Since(m.failed) >= embedRetry {
 		m.building = snap
-		m.done = make(chan struct{})
-		go m.build(snap, m.done)
+		go m.build(snap)
 	}
 	return cur
 }
@@ -118,8 +127,7 @@ func (m *semantic) drop(vs *semVectors) {
 }
 
 // build embeds snap's tools and publishes their vectors.
-func (m *semantic) build(snap *catalog.Snapshot, done chan struct{}) {
-	defer close(done)
+func (m *semantic) build(snap *catalog.Snapshot) {
 	names := make([]string, len(snap.Tools))
 	texts := make([]string, len(snap.Tools))
 	for i, t := range snap.Tools {
@@ -145,14 +153,4 @@ func (m *semantic) build(snap *catalog.Snapshot, done chan struct{}) {
 		m.ready = &semVectors{snap: snap, v: v}
 	}
 	m.log.Info("tool_search: semantic stage ready", "tools", len(texts), "generation", snap.Generation, "took", time.Since(start).Round(time.Millisecond))
-}
-
-// wait blocks until no catalog embedding runs (tests).
-func (m *semantic) wait() {
-	m.mu.Lock()
-	d := m.done
-	m.mu.Unlock()
-	if d != nil {
-		<-d
-	}
 }

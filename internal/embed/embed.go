@@ -31,12 +31,14 @@ import (
 
 // Defaults for a Client's zero fields.
 const (
-	DefaultBatch            = 64
+	DefaultBatch            = 128
 	DefaultMaxResponseBytes = 64 << 20
-	// DefaultCacheEntries bounds a Client's cache of vectors (about 200 MB
-	// at 1,536 dimensions): enough for a catalog of 30,000 tools and the
-	// requests of a busy hour.
-	DefaultCacheEntries = 32768
+	// DefaultCacheEntries bounds a Client's cache of vectors (texts of
+	// tools and of queries alike; 512 MB at 1,024 dimensions, which is
+	// why search.embeddings.dimensions matters for large catalogs): a
+	// reload of a catalog of 100,000 tools re-embeds only what changed,
+	// as long as fewer than 31,000 other texts came since.
+	DefaultCacheEntries = 131072
 )
 
 // Client embeds texts through one endpoint and model. Vectors are cached
