@@ -1,14 +1,20 @@
 package main
 
 import (
+	"encoding/json"
 	"encoding/xml"
+	"hash/fnv"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/toolshed/toolshed/host/manifest"
+	"github.com/toolshed/toolshed/internal/evalrun"
 )
 
 // The suite itself runs with `make bench`; these tests check its parts
@@ -249,5 +255,91 @@ func TestPadPoolLeavesOutVariants(t *testing.T) {
 	pool := padPool(a, []evalSet{a, b, c, zh})
 	if len(pool) != 1 || pool[0].Name != "getWeather" {
 		t.Errorf("pool of sgd: %+v, want only the other English set's tools", pool)
+	}
+}
+
+// TestEvalTableSemantic: -embed adds the candidate share with the
+// semantic stage, through an OpenAI-compatible endpoint on 127.0.0.1; the
+// vectors are kept in the cache file, so a second run calls nothing, and
+// a broken cache file is an error that says what to do.
+func TestEvalTableSemantic(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		var req struct {
+			Input []string `json:"input"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		type item struct {
+			Index     int       `json:"index"`
+			Embedding []float32 `json:"embedding"`
+		}
+		var data []item
+		for i, s := range req.Input {
+			v := make([]float32, 16)
+			for _, w := range strings.Fields(strings.ToLower(s)) {
+				h := fnv.New32a()
+				h.Write([]byte(w))
+				v[h.Sum32()%16]++
+			}
+			v[0] += 0.01
+			data = append(data, item{i, v})
+		}
+		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})
+	}))
+	defer srv.Close()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "tools.jsonl"), []byte(`{"name":"getWeather","description":"Get the current weather for a city"}
+{"name":"sendEmail","description":"Send an email message to a recipient"}
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "queries.jsonl"), []byte(`{"query":"weather in Paris","tools":["getWeather"]}
+{"query":"mail my boss","tools":["sendEmail"]}
+`), 0o644)
+	cache := filepath.Join(t.TempDir(), "c", "embeddings.bin")
+	run := func() []evalRow {
+		t.Helper()
+		var o evalOptions
+		if err := o.parse("all", "40", "recombined", "", "", "Toolshed"); err != nil {
+			t.Fatal(err)
+		}
+		o.dirs = []string{filepath.Dir(dir)}
+		e, err := newDiskEmbedder([]string{srv.URL + "/v1", srv.URL + "/v1"}, "m", cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.embedder = e
+		rows, err := evalTable(o, func(string) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	rows := run()
+	if len(rows) != 2 {
+		t.Fatalf("rows %+v", rows)
+	}
+	for _, r := range rows {
+		if r.CandSem < 0 || r.CandSem > 1 || r.CandSemMiss > 1 {
+			t.Errorf("%d tools: semantic share %v / %v", r.Tools, r.CandSem, r.CandSemMiss)
+		}
+	}
+	var buf strings.Builder
+	printEval(&buf, rows, evalrun.All, nil)
+	if !strings.Contains(buf.String(), "with the semantic stage") {
+		t.Errorf("table:\n%s", buf.String())
+	}
+	before := calls.Load()
+	if before == 0 {
+		t.Fatal("the endpoint was never called")
+	}
+	run()
+	if calls.Load() != before {
+		t.Fatalf("a second run called the endpoint %d more times; the cache file should answer", calls.Load()-before)
+	}
+	b, _ := os.ReadFile(cache)
+	os.WriteFile(cache, b[:len(b)-3], 0o644)
+	if _, err := newDiskEmbedder([]string{srv.URL}, "m", cache); err == nil || !strings.Contains(err.Error(), "delete it to start over") {
+		t.Fatalf("a cut cache file: %v", err)
 	}
 }
