@@ -46,7 +46,8 @@ type evalSet struct {
 }
 
 // loadEvalSets reads every set under the folders, sorted by name; the
-// Chinese set last.
+// Chinese set last. -sets does not filter them: every set pads the
+// others' catalogs, so a set measured alone is padded as in a full run.
 func loadEvalSets(o evalOptions, log func(string)) ([]evalSet, error) {
 	var sets []evalSet
 	seen := map[string]bool{}
@@ -58,7 +59,7 @@ func loadEvalSets(o evalOptions, log func(string)) ([]evalSet, error) {
 		}
 		for _, e := range ents {
 			dir := filepath.Join(root, e.Name())
-			if !e.IsDir() || seen[e.Name()] || (o.sets != nil && !o.sets[e.Name()]) {
+			if !e.IsDir() || seen[e.Name()] {
 				continue
 			}
 			if _, err := os.Stat(filepath.Join(dir, "tools.jsonl")); err != nil {
@@ -74,7 +75,7 @@ func loadEvalSets(o evalOptions, log func(string)) ([]evalSet, error) {
 		}
 	}
 	sort.Slice(sets, func(i, j int) bool { return sets[i].Name < sets[j].Name })
-	if o.zhDir != "" && (o.sets == nil || o.sets["zh-eval"]) {
+	if o.zhDir != "" {
 		d, err := readDataset("zh-eval", o.zhDir, true)
 		if err != nil {
 			return nil, err
@@ -145,9 +146,17 @@ func evalTable(o evalOptions, log func(string)) ([]evalRow, error) {
 	if len(sets) == 0 {
 		return nil, fmt.Errorf("no evaluation sets found in %s", strings.Join(o.dirs, ", "))
 	}
+	for name := range o.sets {
+		if !slices.ContainsFunc(sets, func(s evalSet) bool { return s.Name == name }) {
+			return nil, fmt.Errorf("-sets: no set %q", name)
+		}
+	}
 	engines := evalEngines(o)
 	var rows []evalRow
 	for _, s := range sets {
+		if o.sets != nil && !o.sets[s.Name] {
+			continue
+		}
 		pool := padPool(s, sets)
 		qs := evalrun.Split(s.Queries, o.half)
 		type cat struct {
