@@ -117,8 +117,13 @@ func (m *semantic) vectors(snap *catalog.Snapshot) *semVectors {
 }
 
 // drop forgets vs, when they are still the newest, so that the catalog
-// is embedded again once embedRetry has passed.
+// is embedded again once embedRetry has passed, and empties the
+// embedder's cache when it has one (a Forget method), so that the new
+// embedding asks the endpoint again.
 func (m *semantic) drop(vs *semVectors) {
+	if f, ok := m.e.(interface{ Forget() }); ok {
+		f.Forget()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.ready == vs {

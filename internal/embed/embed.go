@@ -183,13 +183,25 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error)
 				dim = len(vecs[j])
 			}
 			if len(vecs[j]) != dim {
-				return nil, fmt.Errorf("embed: %s answered vectors of %d and %d dimensions", c.Model, dim, len(vecs[j]))
+				// Cached vectors of another dimension: the model behind
+				// the endpoint changed. Forget them all, so the next
+				// call starts afresh.
+				c.Forget()
+				return nil, fmt.Errorf("embed: %s answered vectors of %d and %d dimensions (the cache is cleared: did the model change?)", c.Model, dim, len(vecs[j]))
 			}
 			out[i] = vecs[j]
 		}
 		c.remember(texts, idx, vecs)
 	}
 	return out, nil
+}
+
+// Forget empties the cache (a model changed behind the endpoint).
+func (c *Client) Forget() {
+	c.init()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cache, c.order = map[[32]byte][]float32{}, nil
 }
 
 func (c *Client) remember(texts []string, idx []int, vecs [][]float32) {

@@ -322,3 +322,31 @@ func TestEmbedConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestEmbedModelChanged: when a fresh vector's dimension differs from a
+// cached one's (the model behind the endpoint changed), the call fails,
+// the cache is emptied, and the next call embeds everything afresh.
+func TestEmbedModelChanged(t *testing.T) {
+	var dims atomic.Int32
+	dims.Store(2)
+	srv, _ := server(t, func(w http.ResponseWriter, req embReq) {
+		var items []string
+		for i := range req.Input {
+			v := strings.TrimSuffix(strings.Repeat("1,", int(dims.Load())), ",")
+			items = append(items, fmt.Sprintf(`{"index":%d,"embedding":[%s]}`, i, v))
+		}
+		io.WriteString(w, `{"object":"list","data":[`+strings.Join(items, ",")+`]}`)
+	})
+	c := client(srv)
+	if _, err := c.Embed(context.Background(), []string{"rain"}); err != nil {
+		t.Fatal(err)
+	}
+	dims.Store(3)
+	if _, err := c.Embed(context.Background(), []string{"rain", "song"}); err == nil || !strings.Contains(err.Error(), "cache is cleared") {
+		t.Fatalf("mixed dimensions: %v", err)
+	}
+	got, err := c.Embed(context.Background(), []string{"rain", "song"})
+	if err != nil || len(got[0]) != 3 || len(got[1]) != 3 {
+		t.Fatalf("after the cache was cleared: %v, %v", got, err)
+	}
+}
