@@ -69,7 +69,7 @@ func (e *diskEmbedder) key(s string) [32]byte {
 }
 
 // embed sends part to the endpoints at once, a share each.
-func (e *diskEmbedder) embed(part []string) ([][]float32, error) {
+func (e *diskEmbedder) embed(ctx context.Context, part []string) ([][]float32, error) {
 	out := make([][]float32, len(part))
 	errs := make([]error, len(e.cs))
 	share := (len(part) + len(e.cs) - 1) / len(e.cs)
@@ -79,7 +79,7 @@ func (e *diskEmbedder) embed(part []string) ([][]float32, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v, err := c.Embed(context.Background(), part[lo:hi])
+			v, err := c.Embed(ctx, part[lo:hi])
 			copy(out[lo:hi], v)
 			errs[i] = err
 		}()
@@ -90,7 +90,7 @@ func (e *diskEmbedder) embed(part []string) ([][]float32, error) {
 
 // Embed returns the texts' unit vectors, asking the endpoint for those
 // not in the file and appending them to it.
-func (e *diskEmbedder) Embed(texts []string) ([][]float32, error) {
+func (e *diskEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := make([][]float32, len(texts))
@@ -112,7 +112,7 @@ func (e *diskEmbedder) Embed(texts []string) ([][]float32, error) {
 	const chunk = 2048 // saved as it goes, so an interrupted run keeps its work
 	for s := 0; s < len(todo); s += chunk {
 		part := todo[s:min(s+chunk, len(todo))]
-		vecs, err := e.embed(part)
+		vecs, err := e.embed(ctx, part)
 		if err != nil {
 			return nil, err
 		}

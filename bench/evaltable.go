@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"github.com/toolshed/toolshed/host/manifest"
-	"github.com/toolshed/toolshed/internal/embed"
 	"github.com/toolshed/toolshed/internal/evalrun"
 	"github.com/toolshed/toolshed/search"
 )
@@ -193,7 +193,7 @@ func evalTable(o evalOptions, log func(string)) ([]evalRow, error) {
 					row.Cand, row.CandMiss, row.CandMissed = cr.RecallAll, cr.Recall, cr.Queries
 					row.CandTools, row.CandLines, row.CandFull = cr.MeanTools, cr.MeanLines, cr.MeanFull
 					if o.embedder != nil && !s.Chinese {
-						near, err := semanticStage(o.embedder, c.tools, q)
+						near, err := evalrun.Semantic(context.Background(), o.embedder, c.tools, q)
 						if err != nil {
 							return nil, fmt.Errorf("%s, %d tools: semantic stage: %w", s.Name, len(c.tools), err)
 						}
@@ -370,42 +370,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// semanticStage embeds a catalog's tools and returns the semantic ranking
-// of a query (the CandidateDepth tools nearest to it), as tool_search's
-// semantic stage ranks them.
-func semanticStage(e *diskEmbedder, tools []manifest.Tool, queries []evalrun.Query) (func(q string) ([]string, error), error) {
-	names := make([]string, len(tools))
-	texts := make([]string, len(tools))
-	for i, t := range tools {
-		names[i], texts[i] = t.Name, embed.ToolText(t.Name, t.Description)
-	}
-	vecs, err := e.Embed(texts)
-	if err != nil {
-		return nil, err
-	}
-	vs, err := embed.NewVectors(names, vecs)
-	if err != nil {
-		return nil, err
-	}
-	qs := make([]string, len(queries))
-	for i, q := range queries {
-		qs[i] = q.Query
-	}
-	qv, err := e.Embed(qs)
-	if err != nil {
-		return nil, err
-	}
-	byQuery := make(map[string][]float32, len(qs))
-	for i, q := range qs {
-		byQuery[q] = qv[i]
-	}
-	return func(q string) ([]string, error) {
-		v, ok := byQuery[q]
-		if !ok {
-			return nil, fmt.Errorf("no vector for %q", q)
-		}
-		return vs.Rank(v, search.CandidateDepth), nil
-	}, nil
 }

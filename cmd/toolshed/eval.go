@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/toolshed/toolshed/internal/embed"
 	"github.com/toolshed/toolshed/internal/evalrun"
 	"github.com/toolshed/toolshed/search"
 )
@@ -25,6 +28,8 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	weights := fs.String("weights", "", "search.Weights as JSON over the defaults, e.g. '{\"K1\":1.5}' (for measurements)")
 	cut := fs.Float64("cut", 0, "apply tool_search's relevance cut at `RATIO` of the best score (0: none; 0.3 is the default of tool_search)")
 	cands := fs.Int("candidates", 0, "also measure the LLM candidate lists of at most `TOKENS` tokens (tool_search's default: 6000) over the queries keyword misses")
+	embedURL := fs.String("embed", "", "with --candidates, also measure the lists with the semantic stage, through this OpenAI-compatible embeddings `URL` (e.g. http://127.0.0.1:8090/v1; key from $OPENAI_API_KEY)")
+	embedModel := fs.String("embed-model", "text-embedding-3-small", "the --embed model")
 	synth := fs.Int("synth", 0, "grow the catalog to `N` tools with recombined distractors (as make bench's scale section)")
 	sampleN := fs.Int("sample", 0, "run `N` queries spread evenly over the set (0: all)")
 	halfName := fs.String("half", "all", "run the `HALF` of the requests: tune, test or all (docs/SEARCH.md: the split is fixed by a hash of each request)")
@@ -42,6 +47,10 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	}
 	if *toolsPath == "" || *queriesPath == "" || len(pos) > 0 {
 		fs.Usage()
+		return errUsage
+	}
+	if *embedURL != "" && *cands <= 0 {
+		fmt.Fprintln(stderr, "toolshed eval: --embed measures candidate lists: give --candidates 6000 too")
 		return errUsage
 	}
 	tools, err := evalrun.ReadTools(*toolsPath)
@@ -91,6 +100,19 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "candidates (budget %d tokens, at most %d tools): %d queries with no correct tool in the keyword top 5; "+
 			"a correct tool in the list for %.4f of them; list: %.1f tools on %.1f lines (%.1f with the first sentence, the rest with first words), %.0f tokens on average\n\n",
 			cr.Budget, search.DefaultCandidateTools, cr.Queries, cr.Recall, cr.MeanTools, cr.MeanLines, cr.MeanFull, cr.MeanTokens)
+		if *embedURL != "" {
+			e := &embed.Client{BaseURL: strings.TrimRight(*embedURL, "/"), Model: *embedModel, Key: os.Getenv("OPENAI_API_KEY")}
+			near, err := evalrun.Semantic(context.Background(), e, tools, queries)
+			if err != nil {
+				return fmt.Errorf("--embed: %w", err)
+			}
+			cs, err := evalrun.Candidates(ts.(evalrun.Toolshed).Index, tools, queries, search.DefaultCandidateTools, *cands, near)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "with the semantic stage (%s): a correct tool in the list for %.4f of those %d queries (%.4f of all %d)\n\n",
+				*embedModel, cs.Recall, cs.Queries, cs.RecallAll, cs.All)
+		}
 	}
 	reports := []evalrun.Report{rep}
 	if *baseline {

@@ -166,6 +166,12 @@ func TestEvalJSON(t *testing.T) {
 	if code, _, _ := runCLI("eval", "--tools", tools); code != 2 {
 		t.Errorf("missing --queries: exit %d", code)
 	}
+	if code, _, errs := runCLI("eval", "--tools", tools, "--queries", queries, "--embed", "http://127.0.0.1:1/v1"); code != 2 || !strings.Contains(errs, "give --candidates") {
+		t.Errorf("--embed without --candidates: exit %d, %q", code, errs)
+	}
+	if code, _, errs := runCLI("eval", "--tools", tools, "--queries", queries, "--candidates", "100", "--embed", "http://127.0.0.1:1/v1"); code != 1 || !strings.Contains(errs, "--embed: embed: text-embedding-3-small") {
+		t.Errorf("--embed with a dead endpoint: exit %d, %q", code, errs)
+	}
 	if code, _, errs := runCLI("eval", "--tools", tools, "--queries", queries, "--weights", `{"Overlapp":1}`); code != 1 || !strings.Contains(errs, `unknown field "Overlapp"`) {
 		t.Errorf("a misspelt weight: exit %d, %q", code, errs)
 	}
