@@ -19,9 +19,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 	"unicode"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -174,7 +177,7 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error)
 				in[j] = " " // some endpoints refuse an empty input
 			}
 		}
-		vecs, err := c.call(ctx, in)
+		vecs, err := c.callRetrying(ctx, in)
 		if err != nil {
 			return nil, err
 		}
@@ -226,6 +229,46 @@ func (c *Client) remember(texts []string, idx []int, vecs [][]float32) {
 		delete(c.cache, c.order[0])
 		c.order = c.order[1:]
 	}
+}
+
+// Retries is how many times a batch is sent again after a failure that
+// may pass (the connection dropped, 429, 5xx), after 0.2 s, then 0.8 s.
+const Retries = 2
+
+// callRetrying is call, again after a failure that may pass. An answer
+// that is wrong (a 4xx, a malformed body) is not asked again.
+func (c *Client) callRetrying(ctx context.Context, in []string) ([][]float32, error) {
+	wait := 200 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		vecs, err := c.call(ctx, in)
+		if err == nil || attempt == Retries || !transient(err) {
+			return vecs, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait *= 4
+	}
+}
+
+// transient reports whether a call's failure may pass: the endpoint
+// said so (429, 5xx) or the connection failed.
+func transient(err error) bool {
+	var api *openai.APIError
+	if errors.As(err, &api) {
+		return api.HTTPStatusCode == http.StatusTooManyRequests || api.HTTPStatusCode >= 500
+	}
+	var req *openai.RequestError
+	if errors.As(err, &req) {
+		return req.HTTPStatusCode == http.StatusTooManyRequests || req.HTTPStatusCode >= 500
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrTooLarge) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // call sends one batch and checks the answer.

@@ -350,3 +350,47 @@ func TestEmbedModelChanged(t *testing.T) {
 		t.Fatalf("after the cache was cleared: %v, %v", got, err)
 	}
 }
+
+// TestEmbedRetries: a dropped connection and a 503 are asked again (at
+// most Retries times); a 400 and a malformed answer are not.
+func TestEmbedRetries(t *testing.T) {
+	type step func(w http.ResponseWriter, req embReq)
+	drop := func(w http.ResponseWriter, req embReq) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}
+	status := func(code int) step {
+		return func(w http.ResponseWriter, req embReq) {
+			w.WriteHeader(code)
+			io.WriteString(w, `{"error":{"message":"status `+fmt.Sprint(code)+`"}}`)
+		}
+	}
+	ok := func(w http.ResponseWriter, req embReq) {
+		io.WriteString(w, `{"object":"list","data":[{"index":0,"embedding":[1,0]}]}`)
+	}
+	bad := func(w http.ResponseWriter, req embReq) { io.WriteString(w, `{"object":"list","data":[]}`) }
+	for _, c := range []struct {
+		name   string
+		steps  []step
+		calls  int32
+		failed bool
+	}{
+		{"dropped, then served", []step{drop, ok}, 2, false},
+		{"503 twice, then served", []step{status(503), status(503), ok}, 3, false},
+		{"429, then served", []step{status(429), ok}, 2, false},
+		{"always dropped", []step{drop, drop, drop, ok}, 3, true},
+		{"400", []step{status(400), ok}, 1, true},
+		{"malformed", []step{bad, ok}, 1, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var n atomic.Int32
+			srv, _ := server(t, func(w http.ResponseWriter, req embReq) { c.steps[min(int(n.Add(1))-1, len(c.steps)-1)](w, req) })
+			_, err := client(srv).Embed(context.Background(), []string{"rain"})
+			if (err != nil) != c.failed || n.Load() != c.calls {
+				t.Fatalf("err %v after %d calls; want failed=%v after %d", err, n.Load(), c.failed, c.calls)
+			}
+		})
+	}
+}
