@@ -63,6 +63,10 @@ type Client struct {
 	// CacheEntries bounds the cache (DefaultCacheEntries when 0; -1: no
 	// cache).
 	CacheEntries int
+	// CallTimeout bounds one call (one batch) whatever the caller's
+	// deadline, so that a stalled endpoint is asked again, not waited for
+	// (DefaultCallTimeout when 0).
+	CallTimeout time.Duration
 	// HTTPClient makes the calls (http.DefaultClient's transport when
 	// nil); deadlines come from the context.
 	HTTPClient *http.Client
@@ -231,6 +235,12 @@ func (c *Client) remember(texts []string, idx []int, vecs [][]float32) {
 	}
 }
 
+// DefaultCallTimeout bounds one call (one batch) when a Client's
+// CallTimeout is 0.
+const DefaultCallTimeout = 2 * time.Minute
+
+var errStalled = errors.New("embed: the endpoint stalled")
+
 // Retries is how many times a batch is sent again after a failure that
 // may pass (the connection dropped, 429, 5xx), after 0.2 s, then 0.8 s.
 const Retries = 2
@@ -239,8 +249,17 @@ const Retries = 2
 // that is wrong (a 4xx, a malformed body) is not asked again.
 func (c *Client) callRetrying(ctx context.Context, in []string) ([][]float32, error) {
 	wait := 200 * time.Millisecond
+	limit := c.CallTimeout
+	if limit <= 0 {
+		limit = DefaultCallTimeout
+	}
 	for attempt := 0; ; attempt++ {
-		vecs, err := c.call(ctx, in)
+		cctx, cancel := context.WithTimeout(ctx, limit)
+		vecs, err := c.call(cctx, in)
+		cancel()
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w (no answer within %s)", errStalled, limit)
+		}
 		if err == nil || attempt == Retries || !transient(err) {
 			return vecs, err
 		}
@@ -263,6 +282,9 @@ func transient(err error) bool {
 	var req *openai.RequestError
 	if errors.As(err, &req) {
 		return req.HTTPStatusCode == http.StatusTooManyRequests || req.HTTPStatusCode >= 500
+	}
+	if errors.Is(err, errStalled) {
+		return true
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrTooLarge) {
 		return false

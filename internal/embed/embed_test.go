@@ -371,6 +371,7 @@ func TestEmbedRetries(t *testing.T) {
 		io.WriteString(w, `{"object":"list","data":[{"index":0,"embedding":[1,0]}]}`)
 	}
 	bad := func(w http.ResponseWriter, req embReq) { io.WriteString(w, `{"object":"list","data":[]}`) }
+	stall := func(w http.ResponseWriter, req embReq) { time.Sleep(3 * time.Second) }
 	for _, c := range []struct {
 		name   string
 		steps  []step
@@ -383,11 +384,14 @@ func TestEmbedRetries(t *testing.T) {
 		{"always dropped", []step{drop, drop, drop, ok}, 3, true},
 		{"400", []step{status(400), ok}, 1, true},
 		{"malformed", []step{bad, ok}, 1, true},
+		{"stalled, then served", []step{stall, ok}, 2, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var n atomic.Int32
 			srv, _ := server(t, func(w http.ResponseWriter, req embReq) { c.steps[min(int(n.Add(1))-1, len(c.steps)-1)](w, req) })
-			_, err := client(srv).Embed(context.Background(), []string{"rain"})
+			cl := client(srv)
+			cl.CallTimeout = time.Second
+			_, err := cl.Embed(context.Background(), []string{"rain"})
 			if (err != nil) != c.failed || n.Load() != c.calls {
 				t.Fatalf("err %v after %d calls; want failed=%v after %d", err, n.Load(), c.failed, c.calls)
 			}
