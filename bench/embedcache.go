@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -122,18 +121,15 @@ func (e *diskEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 		}
 		w := bufio.NewWriter(f)
 		for j, v := range vecs {
+			out[at[s+j]] = v
 			k := e.key(part[j])
-			if _, dup := e.vec[k]; dup {
+			if _, dup := e.vec[k]; dup { // the same text twice in texts
 				continue
 			}
 			e.vec[k] = v
 			w.Write(k[:])
 			binary.Write(w, binary.LittleEndian, uint32(len(v)))
 			binary.Write(w, binary.LittleEndian, v)
-			out[at[s+j]] = v
-		}
-		for j := range part {
-			out[at[s+j]] = e.vec[e.key(part[j])]
 		}
 		if err := w.Flush(); err != nil {
 			f.Close()
@@ -141,11 +137,6 @@ func (e *diskEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 		}
 		if err := f.Close(); err != nil {
 			return nil, err
-		}
-	}
-	for i, v := range out {
-		if v == nil || math.IsNaN(float64(v[0])) {
-			return nil, fmt.Errorf("embed: no vector for text %d", i)
 		}
 	}
 	return out, nil

@@ -51,22 +51,8 @@ python)
 esac
 
 if [ "$mode" = node ]; then
-	if ! command -v npm >/dev/null 2>&1; then
-		echo "clients: npm is not installed (Debian: apt-get install npm); the clients cannot be installed" >&2
-		exit 1
-	fi
-	sum=$(sha256sum "$here/package.json" | cut -c1-16)
-	deps=$cache/deps-$sum
-	if [ ! -f "$deps/.installed" ]; then
-		echo "clients: installing the pinned packages of $here/package.json into $deps"
-		rm -rf "$deps"
-		mkdir -p "$deps"
-		cp "$here/package.json" "$deps/"
-		(cd "$deps" && npm install --no-audit --no-fund --loglevel=error)
-		touch "$deps/.installed"
-	fi
-
 	. internal/nodejs/node22.sh
+	npm_deps "$cache" "$here/package.json" clients
 	node22 "$cache" "$node_version" clients
 fi
 
