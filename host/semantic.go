@@ -56,8 +56,9 @@ type semantic struct {
 }
 
 type semVectors struct {
-	snap *catalog.Snapshot
-	v    *embed.Vectors
+	snap  *catalog.Snapshot
+	v     *embed.Vectors
+	texts []string // the text embedded for each of v's vectors, in order
 }
 
 func newSemantic(e Embedder, timeout time.Duration, log *slog.Logger) *semantic {
@@ -131,17 +132,23 @@ func (m *semantic) drop(vs *semVectors) {
 	}
 }
 
-// build embeds snap's tools and publishes their vectors.
+// build embeds snap's tools and publishes their vectors. A tool whose
+// text the newest vectors already hold keeps its vector, so a reload asks
+// the endpoint only for new and changed tools, whatever the embedder's
+// cache has kept.
 func (m *semantic) build(snap *catalog.Snapshot) {
 	names := make([]string, len(snap.Tools))
 	texts := make([]string, len(snap.Tools))
 	for i, t := range snap.Tools {
 		names[i], texts[i] = t.Name(), embed.ToolText(t.Name(), t.Spec.Description)
 	}
+	m.mu.Lock()
+	prev := m.ready
+	m.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), embedCatalogTimeout)
 	defer cancel()
 	start := time.Now()
-	vecs, err := m.e.Embed(ctx, texts)
+	vecs, err := embedReusing(ctx, m.e, texts, prev)
 	var v *embed.Vectors
 	if err == nil {
 		v, err = embed.NewVectors(names, vecs)
@@ -155,7 +162,49 @@ func (m *semantic) build(snap *catalog.Snapshot) {
 		return
 	}
 	if m.ready == nil || m.ready.snap.Generation <= snap.Generation {
-		m.ready = &semVectors{snap: snap, v: v}
+		m.ready = &semVectors{snap: snap, v: v, texts: texts}
 	}
 	m.log.Info("tool_search: semantic stage ready", "tools", len(texts), "generation", snap.Generation, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// embedReusing embeds texts, taking the vector of a text prev holds from
+// prev. When the endpoint's vectors are not of prev's dimension (the
+// model changed), every text is embedded again.
+func embedReusing(ctx context.Context, e Embedder, texts []string, prev *semVectors) ([][]float32, error) {
+	vecs := make([][]float32, len(texts))
+	var todo []string
+	var at []int
+	if prev != nil {
+		old := make(map[string]int, len(prev.texts))
+		for i, t := range prev.texts {
+			old[t] = i
+		}
+		for i, t := range texts {
+			if j, ok := old[t]; ok {
+				vecs[i] = prev.v.At(j)
+			}
+		}
+	}
+	for i, v := range vecs {
+		if v == nil {
+			todo, at = append(todo, texts[i]), append(at, i)
+		}
+	}
+	if len(todo) == 0 {
+		return vecs, nil
+	}
+	got, err := e.Embed(ctx, todo)
+	if err != nil {
+		return nil, err
+	}
+	if len(got) != len(todo) {
+		return nil, fmt.Errorf("the embedder answered %d vectors for %d texts", len(got), len(todo))
+	}
+	if len(todo) < len(texts) && prev.v.Dim() != len(got[0]) {
+		return e.Embed(ctx, texts)
+	}
+	for j, i := range at {
+		vecs[i] = got[j]
+	}
+	return vecs, nil
 }

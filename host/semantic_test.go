@@ -55,6 +55,12 @@ func embedServer(t *testing.T, failing *atomic.Bool) *embed.Client {
 // dimensions when dims is set and not zero (a model changed behind the
 // endpoint).
 func embedServerDims(t *testing.T, failing *atomic.Bool, dims *atomic.Int32) *embed.Client {
+	return embedServerCounting(t, failing, dims, nil)
+}
+
+// embedServerCounting is embedServerDims that adds the number of texts of
+// every request to inputs, when set.
+func embedServerCounting(t *testing.T, failing *atomic.Bool, dims *atomic.Int32, inputs *atomic.Int64) *embed.Client {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -63,6 +69,9 @@ func embedServerDims(t *testing.T, failing *atomic.Bool, dims *atomic.Int32) *em
 		if failing.Load() || json.NewDecoder(r.Body).Decode(&req) != nil {
 			http.Error(w, `{"error":{"message":"embeddings unavailable","type":"server_error"}}`, http.StatusServiceUnavailable)
 			return
+		}
+		if inputs != nil {
+			inputs.Add(int64(len(req.Input)))
 		}
 		type item struct {
 			Object    string    `json:"object"`
@@ -189,6 +198,52 @@ func TestSemanticStage(t *testing.T) {
 		t.Fatalf("after the dimensions changed, the next record %+v, want not ready", rec)
 	}
 	dims.Store(0)
+}
+
+// TestSemanticReloadReusesVectors: a reload that adds one tool asks the
+// endpoint for that tool's text and the queries', not for the catalog
+// again, even with an embedder that caches nothing (or whose cache
+// queries have pushed the tools out of).
+func TestSemanticReloadReusesVectors(t *testing.T) {
+	var failing atomic.Bool
+	var inputs atomic.Int64
+	e := embedServerCounting(t, &failing, nil, &inputs)
+	e.CacheEntries = -1
+	tools := syntheticTools(1200)
+	var cur atomic.Pointer[catalog.Snapshot]
+	cur.Store(manifestCatalogGen(t, tools, 1))
+	h, err := host.New(host.Options{Upstream: &host.Upstream{BaseURL: "http://127.0.0.1:1/v1"}, Model: "m",
+		Catalog: cur.Load, Search: host.SearchOptions{Embedder: e}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	searchUntil(t, h, "is drizzle coming", "used")
+	if n := inputs.Load(); n < 1200 {
+		t.Fatalf("%d texts embedded for a catalog of 1,200 tools", n)
+	}
+	before := inputs.Load()
+	tune := manifest.Tool{Name: "melodyMaker", Description: "Writes a tune for a short poem.", Parameters: json.RawMessage(`{"type":"object"}`)}
+	cur.Store(manifestCatalogGen(t, append(tools, tune), 2))
+	searches := int64(0)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p, _, rec := h.NewSession().BeginSearch(`{"query": "compose a little song"}`, true)
+		searches++
+		if p == nil {
+			t.Fatalf("no model asked: %+v", rec)
+		}
+		if rec.Semantic == "used" && listPosition(p, "melodyMaker") == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("melodyMaker on line %d a minute after the reload (record %+v)", listPosition(p, "melodyMaker"), rec)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// One text per search (its query) and the new tool's.
+	if got := inputs.Load() - before; got > searches+1 {
+		t.Fatalf("the reload embedded %d texts for %d searches and one new tool", got, searches)
+	}
 }
 
 // TestSemanticStageFailingCatalog: an endpoint that cannot embed the

@@ -385,6 +385,9 @@ func NewVectors(names []string, vecs [][]float32) (*Vectors, error) {
 // Len is the number of vectors.
 func (v *Vectors) Len() int { return len(v.names) }
 
+// At is the i-th vector (length 1; not to be modified).
+func (v *Vectors) At(i int) []float32 { return v.data[i*v.dim : (i+1)*v.dim : (i+1)*v.dim] }
+
 // Dim is the vectors' dimension (0 when there are none).
 func (v *Vectors) Dim() int { return v.dim }
 
@@ -392,10 +395,30 @@ func (v *Vectors) Dim() int { return v.dim }
 // first; ties go to the earlier name. A q of another dimension, or not
 // finite, or zero, ranks nothing.
 func (v *Vectors) Rank(q []float32, k int) []string {
+	near := v.Nearest(q, k)
+	if len(near) == 0 {
+		return nil
+	}
+	out := make([]string, len(near))
+	for i, n := range near {
+		out[i] = n.Name
+	}
+	return out
+}
+
+// Near is a name and its vector's cosine with a query.
+type Near struct {
+	Name   string
+	Cosine float32
+}
+
+// Nearest is Rank with each name's cosine.
+func (v *Vectors) Nearest(q []float32, k int) []Near {
 	if v == nil || len(q) != v.dim || k <= 0 || v.dim == 0 {
 		return nil
 	}
-	if _, err := unit(q); err != nil {
+	u, err := unit(q)
+	if err != nil {
 		return nil
 	}
 	type hit struct {
@@ -405,11 +428,11 @@ func (v *Vectors) Rank(q []float32, k int) []string {
 	better := func(a, b hit) bool { return a.s > b.s || (a.s == b.s && a.i < b.i) }
 	best := make([]hit, 0, min(k, len(v.names))+1)
 	for i := range v.names {
-		best = topk.Insert(best, hit{i, dot(v.data[i*v.dim:(i+1)*v.dim], q)}, k, better)
+		best = topk.Insert(best, hit{i, dot(v.data[i*v.dim:(i+1)*v.dim], u)}, k, better)
 	}
-	out := make([]string, len(best))
+	out := make([]Near, len(best))
 	for i, h := range best {
-		out[i] = v.names[h.i]
+		out[i] = Near{v.names[h.i], h.s}
 	}
 	return out
 }
