@@ -129,7 +129,7 @@ var DefaultWeights = Weights{
 	K1:        1.2,
 	Expansion: 0.4,
 	Synonym:   0.2,
-	Overlap:   0.3,
+	Overlap:   0.5,
 	Novel:     0.25,
 	Siblings:  3,
 	Pool:      4,
