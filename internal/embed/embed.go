@@ -395,30 +395,10 @@ func (v *Vectors) Dim() int { return v.dim }
 // first; ties go to the earlier name. A q of another dimension, or not
 // finite, or zero, ranks nothing.
 func (v *Vectors) Rank(q []float32, k int) []string {
-	near := v.Nearest(q, k)
-	if len(near) == 0 {
-		return nil
-	}
-	out := make([]string, len(near))
-	for i, n := range near {
-		out[i] = n.Name
-	}
-	return out
-}
-
-// Near is a name and its vector's cosine with a query.
-type Near struct {
-	Name   string
-	Cosine float32
-}
-
-// Nearest is Rank with each name's cosine.
-func (v *Vectors) Nearest(q []float32, k int) []Near {
 	if v == nil || len(q) != v.dim || k <= 0 || v.dim == 0 {
 		return nil
 	}
-	u, err := unit(q)
-	if err != nil {
+	if _, err := unit(q); err != nil {
 		return nil
 	}
 	type hit struct {
@@ -428,11 +408,11 @@ func (v *Vectors) Nearest(q []float32, k int) []Near {
 	better := func(a, b hit) bool { return a.s > b.s || (a.s == b.s && a.i < b.i) }
 	best := make([]hit, 0, min(k, len(v.names))+1)
 	for i := range v.names {
-		best = topk.Insert(best, hit{i, dot(v.data[i*v.dim:(i+1)*v.dim], u)}, k, better)
+		best = topk.Insert(best, hit{i, dot(v.data[i*v.dim:(i+1)*v.dim], q)}, k, better)
 	}
-	out := make([]Near, len(best))
+	out := make([]string, len(best))
 	for i, h := range best {
-		out[i] = Near{v.names[h.i], h.s}
+		out[i] = v.names[h.i]
 	}
 	return out
 }
