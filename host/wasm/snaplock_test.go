@@ -19,8 +19,20 @@ func TestSnapshotQueueGivesUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Compiled beforehand: the deadline below is for the wait behind the
+	// capture, and a compile on a loaded machine (the race detector, both
+	// cores busy) can take longer than any deadline meant for that wait.
+	if err := p.Compile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	p.snapPending.Store(true)
 	p.snapLock <- struct{}{} // a capture in progress elsewhere
+	held := true
+	defer func() {
+		if held { // a failure below: Close waits for the capture to end
+			<-p.snapLock
+		}
+	}()
 	s := h.NewSession()
 	defer s.Close(context.Background())
 	done := make(chan error, 1)
@@ -39,6 +51,7 @@ func TestSnapshotQueueGivesUp(t *testing.T) {
 		t.Fatal("the call behind the capture did not give up when its context ended")
 	}
 	<-p.snapLock // the capture ends (without a snapshot: the next call takes one)
+	held = false
 	if _, err := s.Call(context.Background(), f.echo, json.RawMessage(echoArgs)); err != nil {
 		t.Fatalf("after the capture: %v", err)
 	}
