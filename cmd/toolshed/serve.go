@@ -59,7 +59,7 @@ type pluginStatus struct {
 	Version  string   `json:"version"`
 	Manifest string   `json:"manifest"`
 	Tools    []string `json:"tools"`
-	State    string   `json:"state"` // ready, failed, not compiled
+	State    string   `json:"state"` // ready, compiling, failed, not compiled
 	Error    string   `json:"error,omitempty"`
 	SHA256   string   `json:"sha256"`           // the module it runs
 	Digest   string   `json:"digest,omitempty"` // its OCI digest, when pulled from a registry

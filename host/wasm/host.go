@@ -346,8 +346,10 @@ func (h *Host) PluginState(p *catalog.Plugin) (state string, err error) {
 	if !ok {
 		return "not compiled", nil
 	}
-	pl.compileMu.Lock()
-	defer pl.compileMu.Unlock()
+	if !pl.tryLockCompile() {
+		return "compiling", nil
+	}
+	defer pl.unlockCompile()
 	switch {
 	case pl.module != nil:
 		return "ready", nil
@@ -398,10 +400,15 @@ func pluginKey(p *catalog.Plugin) string {
 // errCompileTimeout is a compile that went over its time budget.
 var errCompileTimeout = errors.New("compilation went over its time budget")
 
+// errCompileLeft is a compile whose caller's context ended first.
+var errCompileLeft = errors.New("compile left to finish in the background")
+
 // compileModule compiles code on rt within budget. Past the budget it
-// returns errCompileTimeout at once; the compile (wazero cannot stop one)
-// goes on in the background, keeps its compile slot, and closes rt when
-// it ends.
+// returns errCompileTimeout at once, and when ctx ends first it returns
+// errCompileLeft (wrapping ctx's error) at once; either way the compile
+// (wazero cannot stop one) goes on in the background, keeps its compile
+// slot, and closes rt when it ends. An impatient caller is answered when
+// it gives up, not when the compile does.
 func (h *Host) compileModule(ctx context.Context, rt wazero.Runtime, code []byte, budget time.Duration) (wazero.CompiledModule, error) {
 	select {
 	case h.compileSem <- struct{}{}:
@@ -420,16 +427,22 @@ func (h *Host) compileModule(ctx context.Context, rt wazero.Runtime, code []byte
 		cm, err := rt.CompileModule(context.Background(), code)
 		done <- result{cm, err}
 	}()
+	detach := func() {
+		go func() {
+			<-done
+			rt.Close(context.Background())
+		}()
+	}
 	t := time.NewTimer(budget)
 	defer t.Stop()
 	select {
 	case r := <-done:
 		return r.cm, r.err
 	case <-t.C:
-		go func() {
-			<-done
-			rt.Close(context.Background())
-		}()
+		detach()
 		return nil, fmt.Errorf("%w of %s", errCompileTimeout, budget)
+	case <-ctx.Done():
+		detach()
+		return nil, fmt.Errorf("%w: %w", errCompileLeft, ctx.Err())
 	}
 }

@@ -42,13 +42,17 @@ type Plugin struct {
 	// runs long cannot hold them all.
 	instSem chan struct{}
 
-	compileMu  sync.Mutex // held while compiling: one compile at a time
+	// compiling is held (one token) while compiling: one compile at a
+	// time. A channel, not a mutex, so that a caller waiting behind
+	// another's compile gives up when its context ends, and a status
+	// query answers "compiling" instead of waiting.
+	compiling  chan struct{}
 	runtime    wazero.Runtime
 	module     wazero.CompiledModule
 	compileErr error
 	failedAt   time.Time
-	permanent  bool // compileErr holds for these bytes: no retry
-	compileDur time.Duration
+	permanent  bool         // compileErr holds for these bytes: no retry
+	compileDur atomic.Int64 // nanoseconds
 	// image is the module split for the host to lay out its memory (nil:
 	// compiled whole; splitWhy says why); snap, when set, is what new
 	// instances are restored from. Both are set by compile.
@@ -97,7 +101,7 @@ const retryAfter = time.Second
 func newPlugin(h *Host, p *catalog.Plugin) (*Plugin, error) {
 	m := p.Manifest
 	pl := &Plugin{host: h, cat: p, name: m.Name, byModule: map[api.Module]*instance{}, schemas: map[string]*toolSchema{},
-		instSem: make(chan struct{}, max(1, cap(h.instSem)/2)), snapLock: make(chan struct{}, 1)}
+		instSem: make(chan struct{}, max(1, cap(h.instSem)/2)), snapLock: make(chan struct{}, 1), compiling: make(chan struct{}, 1)}
 	pl.lim = resolve(h.opts.Caps, m, h.log)
 	pl.timeout = pl.lim.timeout
 	mem, out := pl.lim.memory, pl.lim.output
@@ -126,16 +130,41 @@ func (p *Plugin) Name() string { return p.name }
 // CompileTime reports how long the last successful compile took (zero
 // before, and small when it came from the cache).
 func (p *Plugin) CompileTime() time.Duration {
-	p.compileMu.Lock()
-	defer p.compileMu.Unlock()
-	return p.compileDur
+	return time.Duration(p.compileDur.Load())
 }
 
+// lockCompile takes the compile token, or gives up when ctx ends.
+func (p *Plugin) lockCompile(ctx context.Context) error {
+	select {
+	case p.compiling <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("plugin %q: waiting for its compile: %w", p.name, ctx.Err())
+	}
+}
+
+// tryLockCompile takes the compile token if no compile holds it.
+func (p *Plugin) tryLockCompile() bool {
+	select {
+	case p.compiling <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *Plugin) unlockCompile() { <-p.compiling }
+
 // Compile reads, checks and compiles the module if that is not done yet.
-// Concurrent callers wait for the one compile.
+// Concurrent callers wait for the one compile; a caller whose context ends
+// while it waits, or during its own compile, returns at once with the
+// context's error (the compile itself goes on, so that its work reaches
+// the compilation cache, and is not remembered as the module's failure).
 func (p *Plugin) Compile(ctx context.Context) error {
-	p.compileMu.Lock()
-	defer p.compileMu.Unlock()
+	if err := p.lockCompile(ctx); err != nil {
+		return err
+	}
+	defer p.unlockCompile()
 	if p.module != nil {
 		return nil
 	}
@@ -196,7 +225,7 @@ func (p *Plugin) compile(ctx context.Context) error {
 		return fmt.Errorf("plugin %q: %w", p.name, err)
 	}
 	cm, err := p.host.compileModule(ctx, rt, code, caps.CompileTimeout)
-	if errors.Is(err, errCompileTimeout) {
+	if errors.Is(err, errCompileTimeout) || errors.Is(err, errCompileLeft) {
 		// The compile goes on in the background and closes rt when done.
 		return fmt.Errorf("plugin %q: module %s: %w", p.name, p.cat.ModulePath, err)
 	}
@@ -221,10 +250,11 @@ func (p *Plugin) compile(ctx context.Context) error {
 		p.minMemory = max(p.minMemory, int64(m.Min())<<16)
 	}
 	p.runtime, p.module, p.compileErr = rt, cm, nil
-	p.compileDur = time.Since(start)
+	took := time.Since(start)
+	p.compileDur.Store(int64(took))
 	p.host.stats.compiles.Add(1)
-	p.host.stats.compileNanos.Add(uint64(p.compileDur))
-	p.host.log.Info("plugin compiled", "plugin", p.name, "took", p.compileDur)
+	p.host.stats.compileNanos.Add(uint64(took))
+	p.host.log.Info("plugin compiled", "plugin", p.name, "took", took)
 	if why := p.snapshotRefusal(st); why != "" {
 		p.host.log.Debug("plugin instances are fresh", "plugin", p.name, "reason", why)
 	} else {
@@ -663,8 +693,8 @@ func (p *Plugin) close(ctx context.Context) error {
 	for _, in := range pool {
 		in.close(ctx)
 	}
-	p.compileMu.Lock()
-	defer p.compileMu.Unlock()
+	p.compiling <- struct{}{} // a compile in progress ends first
+	defer p.unlockCompile()
 	p.snapLock <- struct{}{} // a capture in progress ends first
 	p.snapPending.Store(false)
 	if s := p.snap.Swap(nil); s != nil {
