@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/toolshed/toolshed/host/catalog"
 	"github.com/toolshed/toolshed/host/wasm"
 )
 
@@ -15,10 +16,10 @@ import (
 // "compiling" meanwhile instead of waiting; the cancelled compile is not
 // remembered as the module's failure, and the next patient call runs.
 func TestCompileImpatientCallers(t *testing.T) {
-	snap := writePlugins(t, spec{name: "hostile", module: module(t, "hostile"), tools: []string{"ok"}})
+	snap := writePlugins(t, spec{name: "hostile", module: module(t, "hostile"), tools: []string{"ok"}}, bystanderSpec(t))
 	h, _ := newHost(t, &wasm.Options{CacheDir: "off", PoolSize: -1})
 	state := func() string {
-		st, err := h.PluginState(snap.Plugins[0])
+		st, err := h.PluginState(plugin(t, snap, "hostile"))
 		if err != nil {
 			t.Fatalf("state: %s: %v", st, err)
 		}
@@ -61,4 +62,27 @@ func TestCompileImpatientCallers(t *testing.T) {
 	if _, err := call(t, c, snap, "ok", `{}`); err != nil {
 		t.Fatalf("the impatient caller's next call: %v", err)
 	}
+	// A compiled plugin reads "ready" while calls take instances of it
+	// (each instantiation looks at the compile state): the bystander's
+	// calls, each in a new session.
+	stop := bystander(t, h, snap)
+	for i := 0; i < 500; i++ {
+		if st, err := h.PluginState(plugin(t, snap, "bystander")); st != "ready" {
+			stop()
+			t.Fatalf("a ready plugin read %q (%v) while calls ran", st, err)
+		}
+	}
+	checkBystander(t, stop, false)
+}
+
+// plugin is the snapshot's plugin of that name.
+func plugin(t *testing.T, snap *catalog.Snapshot, name string) *catalog.Plugin {
+	t.Helper()
+	for _, p := range snap.Plugins {
+		if p.Manifest.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("no plugin %s", name)
+	return nil
 }

@@ -346,17 +346,7 @@ func (h *Host) PluginState(p *catalog.Plugin) (state string, err error) {
 	if !ok {
 		return "not compiled", nil
 	}
-	if !pl.tryLockCompile() {
-		return "compiling", nil
-	}
-	defer pl.unlockCompile()
-	switch {
-	case pl.module != nil:
-		return "ready", nil
-	case pl.compileErr != nil:
-		return "failed", pl.compileErr
-	}
-	return "not compiled", nil
+	return pl.state()
 }
 
 // Stats are a Host's running totals since New, for metrics. Counters only
@@ -407,9 +397,10 @@ var errCompileLeft = errors.New("compile left to finish in the background")
 // returns errCompileTimeout at once, and when ctx ends first it returns
 // errCompileLeft (wrapping ctx's error) at once; either way the compile
 // (wazero cannot stop one) goes on in the background, keeps its compile
-// slot, and closes rt when it ends. An impatient caller is answered when
-// it gives up, not when the compile does.
-func (h *Host) compileModule(ctx context.Context, rt wazero.Runtime, code []byte, budget time.Duration) (wazero.CompiledModule, error) {
+// slot, and closes rt when it ends, then, for errCompileLeft, calls left.
+// An impatient caller is answered when it gives up, not when the compile
+// does.
+func (h *Host) compileModule(ctx context.Context, rt wazero.Runtime, code []byte, budget time.Duration, left func()) (wazero.CompiledModule, error) {
 	select {
 	case h.compileSem <- struct{}{}:
 	case <-ctx.Done():
@@ -442,7 +433,11 @@ func (h *Host) compileModule(ctx context.Context, rt wazero.Runtime, code []byte
 		detach()
 		return nil, fmt.Errorf("%w of %s", errCompileTimeout, budget)
 	case <-ctx.Done():
-		detach()
+		go func() {
+			<-done
+			rt.Close(context.Background())
+			left()
+		}()
 		return nil, fmt.Errorf("%w: %w", errCompileLeft, ctx.Err())
 	}
 }

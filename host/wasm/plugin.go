@@ -44,9 +44,10 @@ type Plugin struct {
 
 	// compiling is held (one token) while compiling: one compile at a
 	// time. A channel, not a mutex, so that a caller waiting behind
-	// another's compile gives up when its context ends, and a status
-	// query answers "compiling" instead of waiting.
+	// another's compile gives up when its context ends. status is what
+	// State reports, set by the token's holder.
 	compiling  chan struct{}
+	status     atomic.Pointer[compileStatus]
 	runtime    wazero.Runtime
 	module     wazero.CompiledModule
 	compileErr error
@@ -133,8 +134,12 @@ func (p *Plugin) CompileTime() time.Duration {
 	return time.Duration(p.compileDur.Load())
 }
 
-// lockCompile takes the compile token, or gives up when ctx ends.
+// lockCompile takes the compile token, or gives up when ctx ends (or has
+// ended: a caller already gone does not start a compile).
 func (p *Plugin) lockCompile(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("plugin %q: compile: %w", p.name, err)
+	}
 	select {
 	case p.compiling <- struct{}{}:
 		return nil
@@ -143,51 +148,84 @@ func (p *Plugin) lockCompile(ctx context.Context) error {
 	}
 }
 
-// tryLockCompile takes the compile token if no compile holds it.
-func (p *Plugin) tryLockCompile() bool {
-	select {
-	case p.compiling <- struct{}{}:
-		return true
-	default:
-		return false
-	}
+func (p *Plugin) unlockCompile() { <-p.compiling }
+
+// compileStatus is what Host.PluginState reports; Plugin.status holds it
+// (nil: not compiled) so that the report never waits for a compile.
+type compileStatus struct {
+	state string // "compiling", "ready" or "failed"
+	err   error
 }
 
-func (p *Plugin) unlockCompile() { <-p.compiling }
+// state reports "not compiled", "compiling", "ready" or "failed" (with the
+// compile error), without waiting for a compile under way.
+func (p *Plugin) state() (string, error) {
+	st := p.status.Load()
+	if st == nil {
+		return "not compiled", nil
+	}
+	return st.state, st.err
+}
 
 // Compile reads, checks and compiles the module if that is not done yet.
 // Concurrent callers wait for the one compile; a caller whose context ends
 // while it waits, or during its own compile, returns at once with the
-// context's error (the compile itself goes on, so that its work reaches
-// the compilation cache, and is not remembered as the module's failure).
+// context's error. A compile its caller left goes on in the background
+// and keeps the plugin's compile token until it ends (one compile per
+// plugin at a time, however often callers give up); its work reaches the
+// compilation cache, and it is not remembered as the module's failure.
 func (p *Plugin) Compile(ctx context.Context) error {
 	if err := p.lockCompile(ctx); err != nil {
 		return err
 	}
-	defer p.unlockCompile()
+	held := true
+	defer func() {
+		if held {
+			p.unlockCompile()
+		}
+	}()
 	if p.module != nil {
 		return nil
 	}
 	if p.compileErr != nil && (p.permanent || time.Since(p.failedAt) < retryAfter) {
 		return p.compileErr
 	}
-	err := p.compile(ctx)
+	prev := p.status.Load()
+	p.status.Store(&compileStatus{state: "compiling"})
+	err := p.compile(ctx, func() {
+		// The left compile has ended: the next caller compiles (from
+		// the cache).
+		p.status.Store(prev)
+		p.unlockCompile()
+	})
+	if errors.Is(err, errCompileLeft) {
+		held = false // the background compile releases the token
+		p.permanent = false
+		return err
+	}
 	if err != nil && ctx.Err() != nil {
 		// This caller's context ended during the compile (a client that
 		// cancelled its first call): the failure is the caller's, not the
 		// module's, and is not remembered; the next caller compiles.
 		p.permanent = false
+		p.status.Store(prev)
 		return err
 	}
 	if err != nil {
 		p.compileErr, p.failedAt = err, time.Now()
+		p.status.Store(&compileStatus{state: "failed", err: err})
 		p.host.stats.compileFailures.Add(1)
 		p.host.log.Warn("plugin failed to compile", "plugin", p.name, "error", err)
+		return err
 	}
-	return err
+	p.status.Store(&compileStatus{state: "ready"})
+	return nil
 }
 
-func (p *Plugin) compile(ctx context.Context) error {
+// compile does Compile's work; left is called, and the compile token
+// released by it, when a compile whose caller's context ended (the error
+// is errCompileLeft) ends in the background.
+func (p *Plugin) compile(ctx context.Context, left func()) error {
 	start := time.Now()
 	p.permanent = false
 	code, err := p.cat.ReadModule() // checks the sha256
@@ -224,7 +262,7 @@ func (p *Plugin) compile(ctx context.Context) error {
 		rt.Close(ctx)
 		return fmt.Errorf("plugin %q: %w", p.name, err)
 	}
-	cm, err := p.host.compileModule(ctx, rt, code, caps.CompileTimeout)
+	cm, err := p.host.compileModule(ctx, rt, code, caps.CompileTimeout, left)
 	if errors.Is(err, errCompileTimeout) || errors.Is(err, errCompileLeft) {
 		// The compile goes on in the background and closes rt when done.
 		return fmt.Errorf("plugin %q: module %s: %w", p.name, p.cat.ModulePath, err)

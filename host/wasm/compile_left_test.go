@@ -1,0 +1,60 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestLeftCompileKeepsTheToken: callers who start a plugin's compile and
+// give up, again and again, leave one compile in flight, not one each: a
+// left compile keeps the plugin's compile token until it ends, so that a
+// client cancelling its calls cannot fill the host's compile slots. The
+// plugin reads "compiling" all along, and a patient caller is served.
+func TestLeftCompileKeepsTheToken(t *testing.T) {
+	f := newFixture(t)
+	h := f.host(t, "off", -1) // in memory, empty: the first compile is slow
+	defer h.Close(context.Background())
+	p, err := h.Plugin(f.echo.Plugin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- p.Compile(ctx) }()
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+			if st, _ := p.state(); st == "compiling" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("caller %d: the plugin never read compiling", i)
+			}
+		}
+		if i > 0 {
+			// Time for a caller that could start a second compile to
+			// start it. The check below cannot fail on a host that keeps
+			// one compile per plugin, however long this is.
+			time.Sleep(200 * time.Millisecond)
+		}
+		cancel()
+		select {
+		case err := <-errc:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("caller %d: err = %v, want context canceled", i, err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("caller %d: not answered a minute after it gave up", i)
+		}
+		if n := len(h.compileSem); n > 1 {
+			t.Fatalf("after caller %d gave up: %d compiles of one plugin in flight", i, n)
+		}
+	}
+	if err := p.Compile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.state(); st != "ready" || err != nil {
+		t.Fatalf("state %s, %v; want ready", st, err)
+	}
+}
