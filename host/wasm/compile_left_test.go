@@ -3,6 +3,7 @@ package wasm
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,5 +57,25 @@ func TestLeftCompileKeepsTheToken(t *testing.T) {
 	}
 	if st, err := p.state(); st != "ready" || err != nil {
 		t.Fatalf("state %s, %v; want ready", st, err)
+	}
+}
+
+// TestClosedPluginCompilesNothing: a call that reaches a plugin after its
+// host closed gets an error, not a compile whose runtime nobody closes.
+func TestClosedPluginCompilesNothing(t *testing.T) {
+	f := newFixture(t)
+	h := f.host(t, "off", -1)
+	p, err := h.Plugin(f.echo.Plugin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Compile(context.Background()); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("compile after close: %v, want closed", err)
+	}
+	if p.runtime != nil || p.module != nil {
+		t.Fatal("a closed plugin compiled")
 	}
 }

@@ -190,6 +190,18 @@ func (p *Plugin) Compile(ctx context.Context) error {
 	if p.compileErr != nil && (p.permanent || time.Since(p.failedAt) < retryAfter) {
 		return p.compileErr
 	}
+	// A closed plugin (retired, or its host closed) compiles nothing: its
+	// runtime would have no one to close it. The check and the count
+	// Host.Close waits for are taken together, under the lock close
+	// marks the plugin with.
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return fmt.Errorf("plugin %q: closed", p.name)
+	}
+	p.host.bg.Add(1)
+	p.mu.Unlock()
+	defer p.host.bg.Done()
 	prev := p.status.Load()
 	p.status.Store(&compileStatus{state: "compiling"})
 	err := p.compile(ctx, func() {
