@@ -418,10 +418,17 @@ func (h *Host) compileModule(ctx context.Context, rt wazero.Runtime, code []byte
 		cm, err := rt.CompileModule(context.Background(), code)
 		done <- result{cm, err}
 	}()
-	detach := func() {
+	// detach leaves the compile to end in the background, then closes rt
+	// and calls then. Host.Close waits for it: the count is taken while
+	// the caller (Plugin.Compile) still holds one, so never from zero
+	// during Close's wait.
+	detach := func(then func()) {
+		h.bg.Add(1)
 		go func() {
+			defer h.bg.Done()
 			<-done
 			rt.Close(context.Background())
+			then()
 		}()
 	}
 	t := time.NewTimer(budget)
@@ -430,14 +437,10 @@ func (h *Host) compileModule(ctx context.Context, rt wazero.Runtime, code []byte
 	case r := <-done:
 		return r.cm, r.err
 	case <-t.C:
-		detach()
+		detach(func() {})
 		return nil, fmt.Errorf("%w of %s", errCompileTimeout, budget)
 	case <-ctx.Done():
-		go func() {
-			<-done
-			rt.Close(context.Background())
-			left()
-		}()
+		detach(left)
 		return nil, fmt.Errorf("%w: %w", errCompileLeft, ctx.Err())
 	}
 }
