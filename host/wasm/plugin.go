@@ -45,7 +45,7 @@ type Plugin struct {
 	// compiling is held (one token) while compiling: one compile at a
 	// time. A channel, not a mutex, so that a caller waiting behind
 	// another's compile gives up when its context ends. status is what
-	// State reports, set by the token's holder.
+	// state (Host.PluginState) reports, set by the token's holder.
 	compiling  chan struct{}
 	status     atomic.Pointer[compileStatus]
 	runtime    wazero.Runtime
