@@ -46,7 +46,7 @@ type SearchOptions struct {
 	MaxCandidates int
 	// CandidateTokens bounds that list's size in o200k_base tokens
 	// (default search.DefaultCandidateTokens, 6,000). The list is drawn from the whole pool: the query's
-	// keyword hits first, then the other tools one plugin at a time
+	// keyword hits first, then the other tools, one from each plugin in turn
 	// (search.Index.Candidates), until either bound is reached.
 	CandidateTokens int
 	// Cut drops hits scoring under this share of the best hit's score when

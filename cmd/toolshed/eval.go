@@ -26,7 +26,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	noBigrams := fs.Bool("no-bigrams", false, "turn off Chinese character bigrams (for measurements)")
 	noSynonyms := fs.Bool("no-synonyms", false, "turn off same-language lexicon synonyms (for measurements)")
 	weights := fs.String("weights", "", "search.Weights as JSON over the defaults, e.g. '{\"K1\":1.5}' (for measurements)")
-	cut := fs.Float64("cut", 0, "apply tool_search's relevance cut at `RATIO` of the best score (0: none; 0.3 is the default of tool_search)")
+	cut := fs.Float64("cut", 0, "apply tool_search's relevance cut at `RATIO` of the best score (0: none; tool_search cuts at 0.2)")
 	cands := fs.Int("candidates", 0, "also measure the LLM candidate lists of at most `TOKENS` tokens (tool_search's default: 6000) over the queries keyword misses")
 	embedURL := fs.String("embed", "", "with --candidates, also measure the lists with the semantic stage, through this OpenAI-compatible embeddings `URL` (e.g. http://127.0.0.1:8090/v1; key from $OPENAI_API_KEY)")
 	embedModel := fs.String("embed-model", "text-embedding-3-small", "the --embed model")
