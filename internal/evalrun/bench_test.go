@@ -124,7 +124,7 @@ func BenchmarkRanking(b *testing.B) {
 	plain := search.DefaultWeights
 	plain.Overlap, plain.Rerank = 0, [search.NumFeatures]float64{}
 	diverse := plain
-	diverse.Overlap = 0.3
+	diverse.Overlap = search.DefaultWeights.Overlap // the default's diversified top, without its re-rank
 	learned := plain
 	learned.Rerank = [search.NumFeatures]float64{0.5, 0.5, -0.625, -0.0625, 0.5625, 0.3125}
 	learned.RerankDepth = 100
