@@ -150,6 +150,9 @@ type Host struct {
 	// compileSem bounds concurrent compiles; a compile past its time
 	// budget holds its slot until it really ends.
 	compileSem chan struct{}
+	// compileGate, when set (tests only), holds every compile until it
+	// is closed.
+	compileGate chan struct{}
 
 	stats struct {
 		compiles, compileFailures, compileNanos atomic.Uint64
@@ -397,10 +400,12 @@ var errCompileLeft = errors.New("compile left to finish in the background")
 // returns errCompileTimeout at once, and when ctx ends first it returns
 // errCompileLeft (wrapping ctx's error) at once; either way the compile
 // (wazero cannot stop one) goes on in the background, keeps its compile
-// slot, and closes rt when it ends, then, for errCompileLeft, calls left.
-// An impatient caller is answered when it gives up, not when the compile
-// does.
-func (h *Host) compileModule(ctx context.Context, rt wazero.Runtime, code []byte, budget time.Duration, left func()) (wazero.CompiledModule, error) {
+// slot, and closes rt when it ends. For errCompileLeft, left is called
+// once: with nil when the compile ends within the budget, or with the
+// errCompileTimeout error when the budget passes first (the compile still
+// runs on). An impatient caller is answered when it gives up, not when
+// the compile does, and the budget holds for a compile nobody waits for.
+func (h *Host) compileModule(ctx context.Context, rt wazero.Runtime, code []byte, budget time.Duration, left func(timedOut error)) (wazero.CompiledModule, error) {
 	select {
 	case h.compileSem <- struct{}{}:
 	case <-ctx.Done():
@@ -415,30 +420,42 @@ func (h *Host) compileModule(ctx context.Context, rt wazero.Runtime, code []byte
 	go func() {
 		defer h.bg.Done()
 		defer func() { <-h.compileSem }()
+		if h.compileGate != nil {
+			<-h.compileGate // tests: hold the compile
+		}
 		cm, err := rt.CompileModule(context.Background(), code)
 		done <- result{cm, err}
 	}()
-	// detach leaves the compile to end in the background, then closes rt
-	// and calls then. Host.Close waits for it: the count is taken while
-	// the caller (Plugin.Compile) still holds one, so never from zero
-	// during Close's wait.
-	detach := func(then func()) {
+	timeout := fmt.Errorf("%w of %s", errCompileTimeout, budget)
+	t := time.NewTimer(budget)
+	// detach leaves the compile to end in the background, then closes rt;
+	// then hears of the compile's end or of the budget passing, whichever
+	// comes first. Host.Close waits for it: the count is taken while the
+	// caller (Plugin.Compile) still holds one, so never from zero during
+	// Close's wait.
+	detach := func(then func(timedOut error)) {
 		h.bg.Add(1)
 		go func() {
 			defer h.bg.Done()
-			<-done
-			rt.Close(context.Background())
-			then()
+			defer t.Stop()
+			select {
+			case <-done:
+				rt.Close(context.Background())
+				then(nil)
+			case <-t.C:
+				then(timeout)
+				<-done
+				rt.Close(context.Background())
+			}
 		}()
 	}
-	t := time.NewTimer(budget)
-	defer t.Stop()
 	select {
 	case r := <-done:
+		t.Stop()
 		return r.cm, r.err
 	case <-t.C:
-		detach(func() {})
-		return nil, fmt.Errorf("%w of %s", errCompileTimeout, budget)
+		detach(func(error) {})
+		return nil, timeout
 	case <-ctx.Done():
 		detach(left)
 		return nil, fmt.Errorf("%w: %w", errCompileLeft, ctx.Err())

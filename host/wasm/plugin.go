@@ -173,7 +173,9 @@ func (p *Plugin) state() (string, error) {
 // context's error. A compile its caller left goes on in the background
 // and keeps the plugin's compile token until it ends (one compile per
 // plugin at a time, however often callers give up); its work reaches the
-// compilation cache, and it is not remembered as the module's failure.
+// compilation cache, and it is not remembered as the module's failure
+// unless it goes over its budget, which then answers the callers waiting
+// as it would have answered its own.
 func (p *Plugin) Compile(ctx context.Context) error {
 	if err := p.lockCompile(ctx); err != nil {
 		return err
@@ -204,15 +206,21 @@ func (p *Plugin) Compile(ctx context.Context) error {
 	defer p.host.bg.Done()
 	prev := p.status.Load()
 	p.status.Store(&compileStatus{state: "compiling"})
-	err := p.compile(ctx, func() {
-		// The left compile has ended: the next caller compiles (from
-		// the cache).
-		p.status.Store(prev)
+	err := p.compile(ctx, func(timedOut error) {
+		// The left compile has ended, and the next caller compiles
+		// (from the cache); or its budget has passed, which is the
+		// module's failure as for a caller who waited.
+		// (For these bytes, as for a waiting caller: permanent.)
+		p.permanent = timedOut != nil
+		if timedOut != nil {
+			p.fail(fmt.Errorf("plugin %q: module %s: %w", p.name, p.cat.ModulePath, timedOut))
+		} else {
+			p.status.Store(prev)
+		}
 		p.unlockCompile()
 	})
 	if errors.Is(err, errCompileLeft) {
 		held = false // the background compile releases the token
-		p.permanent = false
 		return err
 	}
 	if err != nil && ctx.Err() != nil {
@@ -224,20 +232,27 @@ func (p *Plugin) Compile(ctx context.Context) error {
 		return err
 	}
 	if err != nil {
-		p.compileErr, p.failedAt = err, time.Now()
-		p.status.Store(&compileStatus{state: "failed", err: err})
-		p.host.stats.compileFailures.Add(1)
-		p.host.log.Warn("plugin failed to compile", "plugin", p.name, "error", err)
+		p.fail(err)
 		return err
 	}
 	p.status.Store(&compileStatus{state: "ready"})
 	return nil
 }
 
+// fail remembers err as the module's compile failure; the caller holds
+// the compile token.
+func (p *Plugin) fail(err error) {
+	p.compileErr, p.failedAt = err, time.Now()
+	p.status.Store(&compileStatus{state: "failed", err: err})
+	p.host.stats.compileFailures.Add(1)
+	p.host.log.Warn("plugin failed to compile", "plugin", p.name, "error", err)
+}
+
 // compile does Compile's work; left is called, and the compile token
 // released by it, when a compile whose caller's context ended (the error
-// is errCompileLeft) ends in the background.
-func (p *Plugin) compile(ctx context.Context, left func()) error {
+// is errCompileLeft) ends in the background or goes over its budget
+// (Host.compileModule).
+func (p *Plugin) compile(ctx context.Context, left func(timedOut error)) error {
 	start := time.Now()
 	p.permanent = false
 	code, err := p.cat.ReadModule() // checks the sha256
