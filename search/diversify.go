@@ -1,5 +1,10 @@
 package search
 
+import (
+	"cmp"
+	"slices"
+)
+
 // Diversifying the top of a ranking.
 //
 // A request often asks for several things at once ("get the quote, then
@@ -39,24 +44,39 @@ func (ix *Index) diversify(top []int32, scale []float32, qs []queryTerm, score [
 	}
 	// Each candidate's contribution per matched query term (the rest of
 	// its score is never discounted).
+	m := len(top)
 	contrib := sc.contrib[:0]
-	for i, d := range top {
-		for _, qi := range act[:n] {
-			var c float32
-			if mask[d]&(1<<uint(qi)) != 0 {
-				c = qs[qi].weight * ix.postingWeight(qs[qi].id, d)
-				if scale != nil {
-					c *= scale[i]
-				}
+	for range m * n {
+		contrib = append(contrib, 0)
+	}
+	// The candidates in document order, so that each term's postings
+	// (also in document order) are walked once, forward.
+	order := sc.order[:0]
+	for i := range top {
+		order = append(order, int32(i))
+	}
+	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(top[a], top[b]) })
+	sc.order = order
+	for j, qi := range act[:n] {
+		t, bit := qs[qi].id, uint32(1)<<uint(qi)
+		at, end := ix.start[t], ix.start[t+1]
+		for _, i := range order {
+			d := top[i]
+			if mask[d]&bit == 0 {
+				continue
 			}
-			contrib = append(contrib, c)
+			at = ix.seek(at, end, d) // d is there: the mask says it matched t
+			c := qs[qi].weight * ix.pW[at]
+			if scale != nil {
+				c *= scale[i]
+			}
+			contrib[int(i)*n+j] = c
 		}
 	}
 	sc.contrib = contrib
 	// key is a candidate's score with the covered terms discounted; novel
 	// what the terms no hit above matched give it. Both are updated as
 	// hits are taken, term by term.
-	m := len(top)
 	key, novel := sc.key[:0], sc.novel[:0]
 	for i, d := range top {
 		var nv float32
@@ -133,10 +153,17 @@ func (ix *Index) diversify(top []int32, scale []float32, qs []queryTerm, score [
 	return out
 }
 
-// postingWeight is term t's weight in document d (0 if d lacks it): a
-// binary search of t's postings, which are in document order.
-func (ix *Index) postingWeight(t, d int32) float32 {
-	lo, hi := ix.start[t], ix.start[t+1]
+// seek returns the first place in pDoc[at:end] (in document order) that
+// holds document d or a later one: a galloping search forward from at.
+func (ix *Index) seek(at, end, d int32) int32 {
+	step := int32(1)
+	lo := at
+	for at < end && ix.pDoc[at] < d {
+		lo = at + 1
+		at += step
+		step <<= 1
+	}
+	hi := min(at+1, end)
 	for lo < hi {
 		m := int32(uint32(lo+hi) >> 1)
 		if ix.pDoc[m] < d {
@@ -145,8 +172,14 @@ func (ix *Index) postingWeight(t, d int32) float32 {
 			hi = m
 		}
 	}
-	if lo < ix.start[t+1] && ix.pDoc[lo] == d {
-		return ix.pW[lo]
+	return lo
+}
+
+// postingWeight is term t's weight in document d (0 if d lacks it).
+func (ix *Index) postingWeight(t, d int32) float32 {
+	end := ix.start[t+1]
+	if at := ix.seek(ix.start[t], end, d); at < end && ix.pDoc[at] == d {
+		return ix.pW[at]
 	}
 	return 0
 }

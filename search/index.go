@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/toolshed/toolshed/internal/names"
-	"github.com/toolshed/toolshed/internal/topk"
 	"github.com/toolshed/toolshed/search/internal/text"
 )
 
@@ -457,8 +456,11 @@ type scratch struct {
 	cands []rerankCand
 	mult  []float32
 	best  []float32
+	// topScore is topK's: the scores of the documents it keeps.
+	topScore []float32
 	// contrib and used are diversify's.
 	contrib    []float32
+	order      []int32
 	key, novel []float32
 	used       []bool
 }
@@ -501,8 +503,9 @@ func (ix *Index) search(query string, limit int, rerank bool) (Result, error) {
 		return ix.selectNames(rest), nil
 	}
 
+	// sc goes back to the pool clean at the end (put); a query that panics
+	// drops it instead.
 	sc := ix.scratch.Get().(*scratch)
-	defer ix.scratch.Put(sc)
 	qs, exact, hasExact := ix.accumulate(q, sc)
 	score, mask := sc.score, sc.mask
 	var top []int32
@@ -513,10 +516,10 @@ func (ix *Index) search(query string, limit int, rerank bool) (Result, error) {
 	}
 	var mult []float32
 	if rerank && ix.rerankOn && len(qs) > 0 {
-		top = ix.rerank(ix.topK(score, max(depth, ix.rerankDepth), exact, hasExact), qs, score, mask, hasExact, sc)
+		top = ix.rerank(ix.topK(score, max(depth, ix.rerankDepth), exact, hasExact, sc), qs, score, mask, hasExact, sc)
 		top, mult = top[:min(depth, len(top))], sc.mult[:min(depth, len(top))]
 	} else {
-		top = ix.topK(score, depth, exact, hasExact)
+		top = ix.topK(score, depth, exact, hasExact, sc)
 	}
 	if diverse {
 		top = ix.diversify(top, mult, qs, score, mask, limit, hasExact, sc)
@@ -537,13 +540,13 @@ func (ix *Index) search(query string, limit int, rerank bool) (Result, error) {
 		}
 		hits[i] = h
 	}
-	sc.release()
+	ix.put(sc)
 	return Result{Hits: hits}, nil
 }
 
 // accumulate scores every tool for the query q into sc.score and
 // sc.mask and returns the query's terms and the exact-name match, if any.
-// The caller clears sc (release).
+// The caller clears sc (put).
 func (ix *Index) accumulate(q string, sc *scratch) (qs []queryTerm, exact int32, hasExact bool) {
 	qs = ix.queryTerms(q, sc)
 	// Accumulate: a branch-free loop over each term's postings. The mask
@@ -569,13 +572,29 @@ func (ix *Index) accumulate(q string, sc *scratch) (qs []queryTerm, exact int32,
 	return qs, exact, hasExact
 }
 
-// release clears a query's state from sc.
-func (sc *scratch) release() {
-	clear(sc.score)
-	clear(sc.mask)
+// put clears a query's state from sc and returns it to the pool. Only
+// the query's terms' postings can have set a score or a mask bit, so when
+// they are few against the catalog (rare words over many tools) the
+// documents they reach are cleared one by one; otherwise the whole arrays.
+func (ix *Index) put(sc *scratch) {
+	postings := 0
+	for _, t := range sc.terms {
+		postings += int(ix.start[t.id+1] - ix.start[t.id])
+	}
+	if postings < len(sc.score)/8 {
+		for _, t := range sc.terms {
+			for _, d := range ix.pDoc[ix.start[t.id]:ix.start[t.id+1]] {
+				sc.score[d], sc.mask[d] = 0, 0
+			}
+		}
+	} else {
+		clear(sc.score)
+		clear(sc.mask)
+	}
 	clear(sc.label)
 	clear(sc.terms) // drop the strings
 	clear(sc.own)
+	ix.scratch.Put(sc)
 }
 
 func round4(f float64) float64 { return math.Round(f*1e4) / 1e4 }
@@ -678,39 +697,59 @@ func (ix *Index) wordTerms(w string) []target {
 }
 
 // topK returns the best k documents with a score: score descending, then
-// name. The exact-name match, if any, comes first whatever its score.
-func (ix *Index) topK(score []float32, k int, exact int32, hasExact bool) []int32 {
-	less := func(a, b int32) bool {
-		if hasExact {
-			if a == exact {
-				return b != exact
-			}
-			if b == exact {
-				return false
-			}
-		}
-		if score[a] != score[b] {
-			return score[a] > score[b]
-		}
-		return ix.docs[a].name < ix.docs[b].name
-	}
-	// A bounded selection: keep the best k in a sorted slice. lim is the
-	// least score that can still enter (the k-th best once k are held), so
-	// the scan decides almost every document with one predictable branch.
+// name. The exact-name match, if any, comes first whatever its score. The
+// slice is new; sc lends the scores' buffer.
+func (ix *Index) topK(score []float32, k int, exact int32, hasExact bool, sc *scratch) []int32 {
 	best := make([]int32, 0, k+1)
-	lim := float32(math.SmallestNonzeroFloat32)
-	if hasExact {
-		best = topk.Insert(best, exact, k, less)
+	if k <= 0 {
+		return best
 	}
+	if hasExact {
+		best = append(best, exact)
+	}
+	// A bounded selection: the others are kept sorted in rest, their scores
+	// beside them in bs, so that finding a document's place compares floats
+	// in one array and names only on a tie. lim is the least score that can
+	// still enter (the last kept once the list is full), so the scan
+	// decides almost every document with one predictable branch.
+	rest, bs := best[len(best):len(best)], sc.topScore[:0]
+	kk := k - len(best)
+	if kk == 0 {
+		return best
+	}
+	lim := float32(math.SmallestNonzeroFloat32)
 	for d, s := range score {
-		if s >= lim && !(hasExact && int32(d) == exact) {
-			best = topk.Insert(best, int32(d), k, less)
-			if len(best) == k {
-				lim = max(score[best[k-1]], math.SmallestNonzeroFloat32)
+		if s < lim || hasExact && int32(d) == exact {
+			continue
+		}
+		n := len(bs)
+		name := ix.docs[d].name
+		if n == kk && s == bs[n-1] && ix.docs[rest[n-1]].name <= name {
+			continue // ties the last kept and does not sort before it
+		}
+		// The first place whose document d sorts before.
+		lo, hi := 0, n
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if bs[m] > s || bs[m] == s && ix.docs[rest[m]].name <= name {
+				lo = m + 1
+			} else {
+				hi = m
 			}
 		}
+		if n < kk {
+			bs, rest = append(bs, 0), append(rest, 0)
+			n++
+		}
+		copy(bs[lo+1:n], bs[lo:n-1])
+		copy(rest[lo+1:n], rest[lo:n-1])
+		bs[lo], rest[lo] = s, int32(d)
+		if n == kk {
+			lim = max(bs[n-1], math.SmallestNonzeroFloat32)
+		}
 	}
-	return best
+	sc.topScore = bs
+	return best[:len(best)+len(rest)]
 }
 
 // applyCoord multiplies each matched tool's score by the share of the

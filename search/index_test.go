@@ -257,7 +257,8 @@ func TestEnglishCatalogNeverLoadsDictionary(t *testing.T) {
 // match anywhere (or scoring nothing) and k beyond the documents scored.
 func TestTopKMatchesSort(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
-	for trial := 0; trial < 500; trial++ {
+	sc := &scratch{} // one, reused as a pooled scratch is
+	for trial := 0; trial < 2000; trial++ {
 		n := 1 + r.IntN(60)
 		ix := &Index{docs: make([]docInfo, n)}
 		score := make([]float32, n)
@@ -288,8 +289,101 @@ func TestTopKMatchesSort(t *testing.T) {
 		})
 		want = append(want, all...)
 		want = want[:min(k, len(want))]
-		if got := ix.topK(score, k, exact, hasExact); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+		if got := ix.topK(score, k, exact, hasExact, sc); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
 			t.Fatalf("trial %d, k=%d, exact %v/%d: got %v, want %v (scores %v)", trial, k, hasExact, exact, got, want, score)
+		}
+	}
+}
+
+// A pooled scratch comes back with every score and mask bit cleared,
+// whichever way put clears it (the documents the query's postings reached
+// when they are few, the whole arrays otherwise), after queries of rare
+// and common words, expansions, exact names, the re-rank and the
+// diversified top; and a query's hits do not depend on the queries before.
+func TestScratchComesBackClean(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 9))
+	common := []string{"get", "list", "data", "file", "user", "report"}
+	word := func(i int) string { // a word of its own per tool
+		return "zq" + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + "x"
+	}
+	var docs []Document
+	for i := range 600 {
+		docs = append(docs, Document{
+			Name: fmt.Sprintf("tool_%s_%s", word(i), common[i%len(common)]),
+			Description: fmt.Sprintf("%s %s the %s item for 天气 and %s",
+				common[i%len(common)], common[(i/7)%len(common)], word(i), common[r.IntN(len(common))]),
+		})
+	}
+	ix := build(t, docs, nil)
+	var queries []string
+	for range 300 {
+		switch r.IntN(4) {
+		case 0: // rare words: few postings, cleared one by one
+			queries = append(queries, word(r.IntN(600))+" "+word(r.IntN(600)))
+		case 1: // common words: most documents, cleared whole
+			queries = append(queries, common[r.IntN(len(common))]+" "+common[r.IntN(len(common))]+" "+word(1))
+		case 2: // an exact name
+			queries = append(queries, docs[r.IntN(600)].Name)
+		default: // Chinese, expanded to English
+			queries = append(queries, "查天气 "+common[r.IntN(len(common))])
+		}
+	}
+	first := map[string][]string{}
+	var few, many int // queries whose postings put clears one by one, and the others
+	for _, q := range queries {
+		first[q] = top(t, ix, q, 5)
+		sc := ix.scratch.Get().(*scratch)
+		postings := 0
+		for _, qt := range ix.queryTerms(q, sc) {
+			postings += int(ix.start[qt.id+1] - ix.start[qt.id])
+		}
+		clear(sc.terms)
+		ix.scratch.Put(sc)
+		if postings < len(docs)/8 {
+			few++
+		} else {
+			many++
+		}
+	}
+	if few < 20 || many < 20 {
+		t.Fatalf("%d queries with few postings, %d with many: both ways of clearing must be tried", few, many)
+	}
+	for i, q := range queries {
+		if got := top(t, ix, queries[len(queries)-1-i], 5); !reflect.DeepEqual(got, first[queries[len(queries)-1-i]]) {
+			t.Fatalf("%q after other queries: got %v, want %v", queries[len(queries)-1-i], got, first[queries[len(queries)-1-i]])
+		}
+		top(t, ix, q, 5)
+		sc := ix.scratch.Get().(*scratch)
+		for d := range sc.score {
+			if sc.score[d] != 0 || sc.mask[d] != 0 {
+				t.Fatalf("after %q: document %d left with score %v, mask %b", q, d, sc.score[d], sc.mask[d])
+			}
+		}
+		ix.scratch.Put(sc)
+	}
+}
+
+// seek finds the first posting at or after a document, from any start,
+// against a linear scan.
+func TestSeek(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	for trial := 0; trial < 2000; trial++ {
+		var docs []int32
+		for d := int32(0); d < 300; d++ {
+			if r.IntN(1+trial%7) == 0 {
+				docs = append(docs, d)
+			}
+		}
+		ix := &Index{pDoc: docs}
+		end := int32(len(docs))
+		at := int32(r.IntN(len(docs) + 1))
+		d := int32(r.IntN(310))
+		want := at
+		for want < end && docs[want] < d {
+			want++
+		}
+		if got := ix.seek(at, end, d); got != want {
+			t.Fatalf("seek(%d, %d, %d) over %v = %d, want %d", at, end, d, docs, got, want)
 		}
 	}
 }

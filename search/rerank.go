@@ -252,19 +252,19 @@ func (ix *Index) candidateFeatures(query string, depth int) (names []string, sco
 		return nil, nil, nil, false // built without the re-rank's data
 	}
 	q := strings.TrimSpace(query)
-	sc := ix.scratch.Get().(*scratch)
-	defer ix.scratch.Put(sc)
-	defer sc.release()
+	sc := ix.scratch.Get().(*scratch) // back to the pool by put; dropped on a panic
 	qs, exact, hasExact := ix.accumulate(q, sc)
 	if len(qs) == 0 && !hasExact {
+		ix.put(sc)
 		return nil, nil, nil, false
 	}
-	top := ix.topK(sc.score, depth, exact, hasExact)
+	top := ix.topK(sc.score, depth, exact, hasExact, sc)
 	feats = make([][NumFeatures]float32, len(top))
 	ix.features(top, qs, sc.score, sc.mask, sc, feats, true)
 	for _, d := range top {
 		names = append(names, ix.docs[d].name)
 		scores = append(scores, float64(sc.score[d]))
 	}
+	ix.put(sc)
 	return names, scores, feats, hasExact
 }
