@@ -137,8 +137,14 @@ func splitIdentifier(s string, emit func(start, end int)) {
 			cut = true // camelCase
 		case prev == 2 && cur == 2 && i+1 < len(s) && kind(s[i+1]) == 1:
 			// HTTPServer → HTTP Server, unless the lower case that
-			// follows is an acronym's plural s (above).
-			cut = !(s[i+1] == 's' && (i+2 == len(s) || kind(s[i+2]) != 1))
+			// follows is an acronym's plural s (above) or a connective
+			// written in lower case after the acronym (below).
+			cut = !(s[i+1] == 's' && (i+2 == len(s) || kind(s[i+2]) != 1)) && !connectiveAt(s, i+1)
+		case prev == 2 && cur == 1 && i >= 2 && kind(s[i-2]) == 2 && connectiveAt(s, i):
+			// An acronym, then a connective in lower case:
+			// getAccountIDfromName → ID from, JPEGtoPNG → JPEG to PNG
+			// (not I Dfrom, JPE Gto).
+			cut = true
 		}
 		if cut && start < i {
 			emit(start, i)
@@ -148,6 +154,22 @@ func splitIdentifier(s string, emit func(start, end int)) {
 	if start < len(s) {
 		emit(start, len(s))
 	}
+}
+
+// connectives are the lower-case words an identifier puts between two
+// acronyms or after one (JPEGtoPNG, IDfrom, DNAandRNA).
+var connectives = map[string]bool{"to": true, "from": true, "by": true, "for": true, "of": true,
+	"in": true, "on": true, "and": true, "or": true, "with": true, "at": true, "as": true,
+	"vs": true, "via": true, "into": true, "per": true}
+
+// connectiveAt reports whether the run of lower-case letters of s that
+// starts at k is a connective.
+func connectiveAt(s string, k int) bool {
+	j := k
+	for j < len(s) && s[j] >= 'a' && s[j] <= 'z' {
+		j++
+	}
+	return connectives[s[k:j]]
 }
 
 // asciiLower lowercases ASCII letters, allocating only when it must.

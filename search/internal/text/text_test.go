@@ -67,6 +67,11 @@ func TestAnalyzerASCII(t *testing.T) {
 		{"the PDFs", []string{"pdf"}},
 		{"listAPIsByTag", []string{"list", "api", "tag", "listapisbytag"}},
 		{"HTTPSConnection", []string{"http", "connection", "httpsconnection"}},
+		{"getAccountIDfromName", []string{"get", "account", "id", "nam", "getaccountidfromname"}}, // an acronym, then a connective
+		{"JPEGtoPNG", []string{"jpeg", "png", "jpegtopng"}},
+		{"convertDNAtoRNA", []string{"convert", "dna", "rna", "convertdnatorna"}},
+		{"PDFtoText", []string{"pdf", "text", "pdftotext"}},
+		{"HTTPOrigin", []string{"http", "origin", "httporigin"}}, // a capital still starts the word
 		{"The weather in Paris", []string{"weather", "paris"}},
 		{"ＳＱＬ　query", []string{"sql", "queri"}}, // full-width ASCII and ideographic space
 		{"a b c", nil}, // single letters and stop words drop
