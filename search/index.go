@@ -498,6 +498,9 @@ func (ix *Index) search(query string, limit int, rerank bool) (Result, error) {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
+	// No list is longer than the catalog: a huge limit costs nothing (and
+	// the diversified top's pool, a multiple of it, cannot overflow).
+	limit = min(limit, max(len(ix.docs), 1))
 	q := strings.TrimSpace(query)
 	if rest, ok := cutPrefixFold(q, "select:"); ok {
 		return ix.selectNames(rest), nil

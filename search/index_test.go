@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"sort"
@@ -160,6 +161,22 @@ func TestNoResultAndErrors(t *testing.T) {
 	empty := build(t, nil, nil)
 	if got := top(t, empty, "anything", 5); len(got) != 0 {
 		t.Errorf("empty index: %v", got)
+	}
+}
+
+// A limit far past the catalog's size lists every match and allocates
+// for the catalog, not for the limit.
+func TestHugeLimit(t *testing.T) {
+	ix := build(t, testDocs, nil)
+	want := top(t, ix, "tables sql chart", len(testDocs))
+	for _, limit := range []int{len(testDocs) + 1, 1 << 40, math.MaxInt} {
+		if got := top(t, ix, "tables sql chart", limit); !reflect.DeepEqual(got, want) {
+			t.Fatalf("limit %d: got %v, want %v", limit, got, want)
+		}
+	}
+	empty := build(t, nil, nil)
+	if got := top(t, empty, "anything", math.MaxInt); len(got) != 0 {
+		t.Fatalf("empty catalog: %v", got)
 	}
 }
 
