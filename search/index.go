@@ -703,7 +703,8 @@ func (ix *Index) wordTerms(w string) []target {
 // name. The exact-name match, if any, comes first whatever its score. The
 // slice is new; sc lends the scores' buffer.
 func (ix *Index) topK(score []float32, k int, exact int32, hasExact bool, sc *scratch) []int32 {
-	best := make([]int32, 0, k+1)
+	k = min(k, len(score)) // a depth from the weights may be anything
+	best := make([]int32, 0, max(k, 0)+1)
 	if k <= 0 {
 		return best
 	}
@@ -722,7 +723,7 @@ func (ix *Index) topK(score []float32, k int, exact int32, hasExact bool, sc *sc
 	}
 	lim := float32(math.SmallestNonzeroFloat32)
 	for d, s := range score {
-		if s < lim || hasExact && int32(d) == exact {
+		if !(s >= lim) || hasExact && int32(d) == exact { // NaN never enters
 			continue
 		}
 		n := len(bs)

@@ -158,6 +158,12 @@ func TestNoResultAndErrors(t *testing.T) {
 	if _, err := Build([]Document{{Name: ""}}, nil); err == nil {
 		t.Error("empty name accepted")
 	}
+	w := DefaultWeights
+	w.RerankDepth = math.MaxInt // a depth from the weights is cut to the catalog too
+	deep := build(t, testDocs, &Config{Weights: &w})
+	if got := top(t, deep, "tables sql chart", 5); len(got) == 0 {
+		t.Fatal("no hits with a huge RerankDepth")
+	}
 	empty := build(t, nil, nil)
 	if got := top(t, empty, "anything", 5); len(got) != 0 {
 		t.Errorf("empty index: %v", got)
@@ -173,6 +179,12 @@ func TestHugeLimit(t *testing.T) {
 		if got := top(t, ix, "tables sql chart", limit); !reflect.DeepEqual(got, want) {
 			t.Fatalf("limit %d: got %v, want %v", limit, got, want)
 		}
+	}
+	w := DefaultWeights
+	w.RerankDepth = math.MaxInt // a depth from the weights is cut to the catalog too
+	deep := build(t, testDocs, &Config{Weights: &w})
+	if got := top(t, deep, "tables sql chart", 5); len(got) == 0 {
+		t.Fatal("no hits with a huge RerankDepth")
 	}
 	empty := build(t, nil, nil)
 	if got := top(t, empty, "anything", math.MaxInt); len(got) != 0 {
@@ -283,6 +295,9 @@ func TestTopKMatchesSort(t *testing.T) {
 			ix.docs[d].name = fmt.Sprintf("t%03d", r.IntN(1000)*1000+d)
 			if r.IntN(4) > 0 {
 				score[d] = float32(r.IntN(5)) // ties and zeros
+			}
+			if r.IntN(15) == 0 {
+				score[d] = float32(math.NaN()) // weights that divide by zero: never a hit
 			}
 		}
 		k := 1 + r.IntN(n+5)

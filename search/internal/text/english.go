@@ -157,10 +157,12 @@ func splitIdentifier(s string, emit func(start, end int)) {
 }
 
 // connectives are the lower-case words an identifier puts between two
-// acronyms or after one (JPEGtoPNG, IDfrom, DNAandRNA).
-var connectives = map[string]bool{"to": true, "from": true, "by": true, "for": true, "of": true,
-	"in": true, "on": true, "and": true, "or": true, "with": true, "at": true, "as": true,
-	"vs": true, "via": true, "into": true, "per": true}
+// acronyms or after one (JPEGtoPNG, IDfrom). Only those that do not end a
+// capitalised word: "or", "in", "and", "as", "on", "at" would take
+// IDForEmail, CPUMin, USBand, APIHas, BBCon for an acronym and a
+// connective (IDF or, CPUM in).
+var connectives = map[string]bool{"to": true, "from": true, "into": true, "with": true,
+	"via": true, "per": true, "by": true, "of": true, "for": true, "vs": true}
 
 // connectiveAt reports whether the run of lower-case letters of s that
 // starts at k is a connective.

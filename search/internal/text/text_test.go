@@ -72,6 +72,11 @@ func TestAnalyzerASCII(t *testing.T) {
 		{"convertDNAtoRNA", []string{"convert", "dna", "rna", "convertdnatorna"}},
 		{"PDFtoText", []string{"pdf", "text", "pdftotext"}},
 		{"HTTPOrigin", []string{"http", "origin", "httporigin"}}, // a capital still starts the word
+		{"getUserIDForEmail", []string{"get", "user", "id", "email", "getuseridforemail"}},
+		{"CPUMinLoad", []string{"cpu", "min", "load", "cpuminload"}},
+		{"APIHasKey", []string{"api", "key", "apihaskey"}},
+		{"SSHPin", []string{"ssh", "pin", "sshpin"}},
+		{"getIDforUser", []string{"get", "id", "user", "getidforuser"}},
 		{"The weather in Paris", []string{"weather", "paris"}},
 		{"ＳＱＬ　query", []string{"sql", "queri"}}, // full-width ASCII and ideographic space
 		{"a b c", nil}, // single letters and stop words drop
