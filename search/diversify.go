@@ -66,6 +66,9 @@ func (ix *Index) diversify(top []int32, scale []float32, qs []queryTerm, score [
 				continue
 			}
 			at = ix.seek(at, end, d) // d is there: the mask says it matched t
+			if at == end || ix.pDoc[at] != d {
+				continue // (were the mask ever out of step, no weight rather than another's)
+			}
 			c := qs[qi].weight * ix.pW[at]
 			if scale != nil {
 				c *= scale[i]
