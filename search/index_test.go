@@ -158,12 +158,6 @@ func TestNoResultAndErrors(t *testing.T) {
 	if _, err := Build([]Document{{Name: ""}}, nil); err == nil {
 		t.Error("empty name accepted")
 	}
-	w := DefaultWeights
-	w.RerankDepth = math.MaxInt // a depth from the weights is cut to the catalog too
-	deep := build(t, testDocs, &Config{Weights: &w})
-	if got := top(t, deep, "tables sql chart", 5); len(got) == 0 {
-		t.Fatal("no hits with a huge RerankDepth")
-	}
 	empty := build(t, nil, nil)
 	if got := top(t, empty, "anything", 5); len(got) != 0 {
 		t.Errorf("empty index: %v", got)
